@@ -1,0 +1,28 @@
+"""Where mo-chaos keeps things on disk: the binary cache and the state dir.
+
+``MOCHAOS_CACHE`` overrides the cache root (default ``$XDG_CACHE_HOME/mochaos``
+or ``~/.cache/mochaos``); built binaries live under ``bin/<component>-<version>``
+so several versions can coexist. ``MOCHAOS_STATE`` overrides where clusters
+and run state live (default ``<cache>/state``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """Root of mo-chaos's cache (binaries, CRDs, build logs)."""
+    env = os.environ.get("MOCHAOS_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "mochaos"
+
+
+def state_dir() -> Path:
+    """Root of runtime state: local clusters, pid files, crash-reaper records."""
+    env = os.environ.get("MOCHAOS_STATE")
+    return Path(env).expanduser() if env else cache_dir() / "state"

@@ -1,0 +1,480 @@
+"""The vocabulary of mo-chaos: every concept the layers share, in one place.
+
+A run is a Cluster (from a provider) plus an OperatorTarget, a Scenario of
+Actions gated by Triggers, a History recorded from watches, logs and our own
+actions, and Invariants that turn the History into Verdicts. Everything else
+in the package is built from these names; nothing here talks to an API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+# --------------------------------------------------------------------------
+# Well-known names of the operator's API (OPERATOR-BEHAVIOUR.md §2, §13)
+# --------------------------------------------------------------------------
+
+GROUP = "core.matrixorigin.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+PHASE_LABEL = "pool.matrixorigin.io/phase"
+CLAIMED_BY_LABEL = "pool.matrixorigin.io/claimed-by"
+POOL_NAME_LABEL = "pool.matrixorigin.io/pool-name"
+CLAIMSET_LABEL = "matrixorigin.io/claimset"
+OWNER_LABEL = "matrixorigin.io/owner"
+LAST_OWNER_LABEL = "matrixorigin.io/last-owner"
+INSTANCE_ID_LABEL = "claim.matrixorigin.io/instance-id"
+KRUISE_STATE_LABEL = "lifecycle.apps.kruise.io/state"
+SCORE_ANNOTATION = "matrixorigin.io/score"
+RECLAIMED_AT_ANNOTATION = "matrixorigin.io/reclaimed-at"
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+CLAIM_FINALIZER = "matrixorigin.io/cn-claim-manager"
+CLAIMSET_FINALIZER = "matrixorigin.io/cn-claimset-manager"
+
+RUN_ID_LABEL = "mochaos.io/run-id"
+"""Every object mo-chaos creates carries this label (DESIGN §10)."""
+
+ObjectKind: TypeAlias = Literal["CNClaim", "CNClaimSet", "CNPool", "Pod", "Event"]
+WatchEvent: TypeAlias = Literal["ADDED", "MODIFIED", "DELETED"]
+Component: TypeAlias = Literal["apiserver", "operator", "chaos", "agent"]
+Status: TypeAlias = Literal["pass", "fail", "skipped"]
+
+
+# --------------------------------------------------------------------------
+# History: what was seen, in the order it was seen
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One watch event of one object: the object as the apiserver sent it."""
+
+    seq: int
+    t: float
+    kind: str
+    event: str
+    namespace: str
+    name: str
+    rv: int
+    obj: dict[str, Any]
+    component: str = "apiserver"
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One structured log line of the operator under test (or of the model)."""
+
+    seq: int
+    t: float
+    level: str
+    msg: str
+    namespace: str
+    name: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    component: str = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One chaos or agent action, with proof of when it landed.
+
+    ``trigger_rv`` is the resourceVersion of the observation that satisfied the
+    action's trigger (None for an unconditional action); ``write_rv`` is the
+    resourceVersion the apiserver gave our write. ``in_window`` is filled in
+    when the recorder verified that the trigger still held at ``write_rv``.
+    """
+
+    seq: int
+    t: float
+    action: str
+    kind: str
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    trigger: str | None = None
+    trigger_rv: int | None = None
+    write_rv: int | None = None
+    error: str | None = None
+    in_window: bool | None = None
+    component: str = "chaos"
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A named point in the scenario (started, epilogue, settled, ...)."""
+
+    seq: int
+    t: float
+    label: str
+    component: str = "chaos"
+
+
+Entry: TypeAlias = Change | LogRecord | ActionRecord | Marker
+
+_ENTRY_TYPES: dict[str, type] = {
+    "change": Change,
+    "log": LogRecord,
+    "action": ActionRecord,
+    "marker": Marker,
+}
+_TYPE_NAMES = {cls: name for name, cls in _ENTRY_TYPES.items()}
+
+
+def entry_to_dict(entry: Entry) -> dict[str, Any]:
+    """Serialise an entry to a JSON-able dict with a ``type`` discriminator."""
+    return {"type": _TYPE_NAMES[type(entry)], **asdict(entry)}
+
+
+def entry_from_dict(data: dict[str, Any]) -> Entry:
+    """Inverse of :func:`entry_to_dict`."""
+    data = dict(data)
+    cls = _ENTRY_TYPES[data.pop("type")]
+    return cls(**data)
+
+
+def obj_labels(obj: dict[str, Any]) -> dict[str, str]:
+    """Labels of a Kubernetes object (empty dict when absent)."""
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def obj_deleting(obj: dict[str, Any]) -> bool:
+    """True when the object has a deletionTimestamp."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+class State:
+    """The objects as of some point of a History: kind -> name -> object."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def apply(self, change: Change) -> None:
+        """Fold one watch event into the state."""
+        bucket = self.objects.setdefault(change.kind, {})
+        if change.event == "DELETED":
+            bucket.pop(change.name, None)
+        else:
+            bucket[change.name] = change.obj
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist at this point."""
+        return self.objects.get(kind, {}).get(name)
+
+    def all(self, kind: str) -> dict[str, dict[str, Any]]:
+        """All objects of a kind, by name."""
+        return self.objects.get(kind, {})
+
+    def copy(self) -> State:
+        """A shallow copy (objects are treated as immutable)."""
+        other = State()
+        other.objects = {k: dict(v) for k, v in self.objects.items()}
+        return other
+
+
+class History(Sequence[Entry]):
+    """An immutable, ordered sequence of entries (receive order = ``seq``)."""
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        self._entries: tuple[Entry, ...] = tuple(entries)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._entries[index]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def start(self) -> float:
+        """Time of the first entry (0.0 for an empty history)."""
+        return self._entries[0].t if self._entries else 0.0
+
+    @property
+    def end(self) -> float:
+        """Time of the last entry (0.0 for an empty history)."""
+        return self._entries[-1].t if self._entries else 0.0
+
+    def changes(self, kind: str | None = None) -> Iterator[Change]:
+        """Watch events, optionally of one kind."""
+        for e in self._entries:
+            if isinstance(e, Change) and (kind is None or e.kind == kind):
+                yield e
+
+    def logs(self, msg: str | None = None) -> Iterator[LogRecord]:
+        """Operator log records, optionally only those with an exact message."""
+        for e in self._entries:
+            if isinstance(e, LogRecord) and (msg is None or e.msg == msg):
+                yield e
+
+    def actions(self, action: str | None = None) -> Iterator[ActionRecord]:
+        """Chaos/agent actions, optionally of one name."""
+        for e in self._entries:
+            if isinstance(e, ActionRecord) and (action is None or e.action == action):
+                yield e
+
+    def markers(self) -> Iterator[Marker]:
+        """Scenario markers."""
+        for e in self._entries:
+            if isinstance(e, Marker):
+                yield e
+
+    def replay(self) -> Iterator[tuple[Entry, State]]:
+        """Yield each entry with the object state *after* it (state is shared, mutable)."""
+        state = State()
+        for e in self._entries:
+            if isinstance(e, Change):
+                state.apply(e)
+            yield e, state
+
+    def state_at_rv(self, rv: int) -> State:
+        """Objects as of resourceVersion ``rv`` (etcd revisions are global)."""
+        state = State()
+        for e in self._entries:
+            if isinstance(e, Change) and e.rv <= rv:
+                state.apply(e)
+        return state
+
+    def final_state(self) -> State:
+        """Objects after the last entry."""
+        state = State()
+        for e in self.changes():
+            state.apply(e)
+        return state
+
+    def to_jsonl(self, path: Path) -> None:
+        """Write the history as JSON lines (one entry per line)."""
+        with path.open("w", encoding="utf-8") as fh:
+            for e in self._entries:
+                fh.write(json.dumps(entry_to_dict(e), sort_keys=True) + "\n")
+
+    @classmethod
+    def from_jsonl(cls, path: Path) -> History:
+        """Read a history written by :meth:`to_jsonl`."""
+        with path.open(encoding="utf-8") as fh:
+            return cls(entry_from_dict(json.loads(line)) for line in fh if line.strip())
+
+
+# --------------------------------------------------------------------------
+# Verdicts
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """The first observation that broke an invariant."""
+
+    t: float
+    seq: int
+    objects: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of one invariant over one history."""
+
+    invariant: str
+    status: Status
+    bugs: tuple[str, ...] = ()
+    severity: str = "error"
+    violation: Violation | None = None
+    note: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """True when the invariant was violated."""
+        return self.status == "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """Thresholds of the invariants, in seconds of (scaled) wall time.
+
+    ``time_scale`` multiplies the operator's own intervals (1.0 = faithful);
+    the framework's thresholds scale with it so a shrunk model keeps the same
+    verdicts.
+    """
+
+    finalize_timeout: float = 60.0
+    retry_budget: int = 10
+    retry_window: float = 60.0
+    grace: float = 15.0
+    migration_timeout: float = 300.0
+    converge_timeout: float = 60.0
+    time_scale: float = 1.0
+
+    def scaled(self, seconds: float) -> float:
+        """Scale an operator-time interval to wall time."""
+        return seconds * self.time_scale
+
+
+@runtime_checkable
+class Invariant(Protocol):
+    """A named check over a History: a pure function, no API access."""
+
+    id: str
+    severity: str
+    bugs: tuple[str, ...]
+    at_settle_only: bool
+
+    def check(self, history: History, options: CheckOptions) -> Verdict:
+        """Evaluate the invariant over the whole history."""
+        ...
+
+
+# --------------------------------------------------------------------------
+# Clusters and operator targets
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A reachable Kubernetes cluster, as a provider handed it out."""
+
+    name: str
+    provider: str
+    kubeconfig: Path
+    version: str
+    context: str | None = None
+    audit_log: Path | None = None
+
+
+class ClusterProvider(Protocol):
+    """Starts, reuses and removes clusters of one kind (local, kind, existing)."""
+
+    name: str
+
+    def up(self) -> Cluster:
+        """Start the cluster, or reuse a healthy one of the same name."""
+        ...
+
+    def down(self) -> None:
+        """Stop the cluster and remove what ``up`` created."""
+        ...
+
+    def load_image(self, ref: str) -> None:
+        """Make a container image available to the cluster's nodes."""
+        ...
+
+    def audit_log(self) -> Path | None:
+        """Path of the apiserver audit log, where the provider has one."""
+        ...
+
+
+class RunningOperator(Protocol):
+    """One started operator target, watching one namespace (or the cluster)."""
+
+    target: str
+    version: str
+    user_agent: str
+
+    def log_lines(self) -> Iterator[str]:
+        """Follow the operator's log from its start; yields raw lines, blocks for more."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the operator (idempotent)."""
+        ...
+
+    def restart(self) -> None:
+        """Stop and start the operator again, keeping its log."""
+        ...
+
+    def pause(self, seconds: float) -> None:
+        """Freeze the operator for a while (SIGSTOP/SIGCONT or scale to zero)."""
+        ...
+
+    def kill(self) -> None:
+        """Kill the operator without a chance to clean up."""
+        ...
+
+
+class OperatorTarget(Protocol):
+    """What ``--operator`` names: how to install and start an operator."""
+
+    spec: str
+    version: str
+
+    def install(self, cluster: Cluster) -> None:
+        """Install cluster-wide parts (CRDs, chart) once per cluster."""
+        ...
+
+    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> RunningOperator:
+        """Start an operator for one test namespace and wait until it is ready."""
+        ...
+
+
+Predicate: TypeAlias = Callable[[State], bool]
+
+
+# --------------------------------------------------------------------------
+# The outcome of one scenario, as the report layer receives it
+# --------------------------------------------------------------------------
+
+Outcome: TypeAlias = Literal["passed", "failed", "inconclusive", "error"]
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """Everything the reports need about one test, JSON-serialisable via ``to_dict``.
+
+    ``outcome`` is the scenario's verdict: ``failed`` means the operator broke an
+    invariant, ``inconclusive`` that a fault missed its window, ``error`` that
+    the infrastructure failed (never the operator's fault).
+    """
+
+    nodeid: str
+    outcome: Outcome
+    operator_target: str = ""
+    operator_version: str = ""
+    cluster_provider: str = ""
+    k8s_version: str = ""
+    verdicts: list[Verdict] = field(default_factory=list)
+    finalize_retries: dict[str, int] = field(default_factory=dict)
+    agent_migration_retries: int = 0
+    audit_counts: dict[str, int] = field(default_factory=dict)
+    bugs: list[str] = field(default_factory=list)
+    duration: float = 0.0
+    seed: int | None = None
+    message: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def max_finalize_retries(self) -> int:
+        """The largest finalize attempt count of any claim (0 when none)."""
+        return max(self.finalize_retries.values(), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (verdicts flattened)."""
+        data = asdict(self)
+        data["max_finalize_retries"] = self.max_finalize_retries
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
+        """Inverse of :meth:`to_dict`."""
+        data = {k: v for k, v in data.items() if k != "max_finalize_retries"}
+        verdicts = []
+        for v in data.pop("verdicts", []):
+            viol = v.get("violation")
+            verdicts.append(
+                Verdict(
+                    invariant=v["invariant"],
+                    status=v["status"],
+                    bugs=tuple(v.get("bugs", ())),
+                    severity=v.get("severity", "error"),
+                    note=v.get("note", ""),
+                    violation=Violation(
+                        t=viol["t"],
+                        seq=viol["seq"],
+                        objects=tuple(viol["objects"]),
+                        message=viol["message"],
+                    )
+                    if viol
+                    else None,
+                )
+            )
+        return cls(verdicts=verdicts, **data)
