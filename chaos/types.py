@@ -9,6 +9,7 @@ in the package is built from these names; nothing here talks to an API.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -371,8 +372,8 @@ class RunningOperator(Protocol):
     version: str
     user_agent: str
 
-    def log_lines(self) -> Iterator[str]:
-        """Follow the operator's log from its start; yields raw lines, blocks for more."""
+    def follow_log(self, stop: threading.Event) -> Iterator[str]:
+        """Follow the operator's log from its start, yielding raw lines, until ``stop`` is set."""
         ...
 
     def stop(self) -> None:

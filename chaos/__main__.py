@@ -1,0 +1,7 @@
+"""Entry point for ``python -m chaos``."""
+
+import sys
+
+from chaos.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""Operator targets: what ``--operator`` names and how each is installed and started.
+
+``model:<profile>`` runs the reference model as a process per test namespace;
+``binary:<path>`` runs a real operator binary; ``image:<ref>`` installs the
+real image with its Helm chart (kind / existing clusters); ``installed`` uses
+an operator already running in the cluster. Suites reach operators only
+through these targets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chaos.errors import UsageError
+from chaos.operator.crd_source import DEFAULT_OPERATOR_VERSION
+from chaos.operator.crd_source import crds as _crds
+from chaos.types import OperatorTarget
+
+SCHEMES = ("model", "binary", "image", "installed")
+
+
+def crds(version: str = DEFAULT_OPERATOR_VERSION) -> list[dict[str, Any]]:
+    """The CNClaim, CNClaimSet and CNPool CRDs shared by the model and the kind path."""
+    return _crds(version)[1]
+
+
+def crd_source(version: str = DEFAULT_OPERATOR_VERSION) -> str:
+    """Where :func:`crds` came from: ``module:<version>`` or ``own``."""
+    return _crds(version)[0]
+
+
+def parse_target(spec: str, *, time_scale: float = 1.0) -> OperatorTarget:
+    """Turn an ``--operator`` value into a target; UsageError for anything unknown."""
+    scheme, _, rest = spec.partition(":")
+    if scheme == "model":
+        from chaos.operator.model_target import ModelTarget
+
+        return ModelTarget(profile=rest, time_scale=time_scale)
+    if scheme == "binary":
+        from chaos.operator.binary_target import BinaryTarget
+
+        if not rest:
+            raise UsageError("binary: target needs a path", hint="use --operator=binary:/path")
+        return BinaryTarget(path=Path(rest))
+    if scheme == "image":
+        from chaos.operator.image import ImageTarget
+
+        if not rest:
+            raise UsageError("image: target needs a reference", hint="use image:<repo>:<tag>")
+        return ImageTarget(ref=rest)
+    if scheme == "installed" and not rest:
+        from chaos.operator.image import InstalledTarget
+
+        return InstalledTarget()
+    raise UsageError(
+        f"unknown operator target {spec!r}",
+        hint="use model:<profile>, binary:<path>, image:<ref> or installed",
+    )

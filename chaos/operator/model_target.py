@@ -1,0 +1,57 @@
+"""``model:<profile>``: the reference operator model as one process per test namespace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from chaos.errors import UsageError
+from chaos.operator.install import apply_crds
+from chaos.operator.process import OperatorProcess
+from chaos.types import Cluster
+
+PROFILES = ("pre-587", "upstream", "eb9b356", "pr592", "fixed")
+
+
+class ModelTarget:
+    """Installs our CRDs and starts ``python -m chaos.model`` per namespace."""
+
+    def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
+        if profile not in PROFILES:
+            raise UsageError(
+                f"unknown model profile {profile!r}",
+                hint=f"use one of: {', '.join('model:' + p for p in PROFILES)}",
+            )
+        self.profile = profile
+        self.time_scale = time_scale
+        self.spec = f"model:{profile}"
+        self.version = f"model-{profile}"
+
+    def install(self, cluster: Cluster) -> None:
+        """Apply the CNClaim / CNClaimSet / CNPool CRDs (idempotent)."""
+        apply_crds(cluster)
+
+    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
+        """Start the model for one namespace and wait until its informers synced."""
+        ready_file = log_dir / "operator.ready"
+        user_agent = f"matrixone-operator-model/{self.profile}"
+        command = [
+            sys.executable, "-m", "chaos.model",
+            "--profile", self.profile,
+            "--kubeconfig", str(cluster.kubeconfig),
+            "--namespace", namespace,
+            "--log-file", str(log_dir / "operator.log"),
+            "--ready-file", str(ready_file),
+            "--time-scale", repr(self.time_scale),
+            "--user-agent", user_agent,
+        ]  # fmt: skip
+        proc = OperatorProcess(
+            target=self.spec,
+            version=self.version,
+            user_agent=user_agent,
+            command=command,
+            log_path=log_dir / "operator.log",
+            ready_file=ready_file,
+        )
+        proc.start()
+        return proc

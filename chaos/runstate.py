@@ -1,0 +1,118 @@
+"""Crash safety: a state file per process listing what it started, for the reaper.
+
+Every process mo-chaos starts (operator targets) and every namespace it creates
+is written to ``<state>/runs/<pid>.json`` while it lives. If pytest is killed
+with SIGKILL, the file stays behind; the next run finds files whose owner is
+dead and stops their processes (by pid, after checking the command line still
+matches) and deletes their namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from chaos.paths import state_dir
+
+_LOCK = threading.Lock()
+
+
+def _runs_dir() -> Path:
+    path = state_dir() / "runs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [p.decode(errors="replace") for p in raw.split(b"\0") if p]
+
+
+def _own_file() -> Path:
+    return _runs_dir() / f"{os.getpid()}.json"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _update(change: Callable[[dict[str, Any]], None]) -> None:
+    with _LOCK:
+        path = _own_file()
+        data = _read(path) or {"owner": os.getpid(), "owner_cmdline": _cmdline(os.getpid())}
+        data.setdefault("pids", {})
+        data.setdefault("namespaces", {})
+        change(data)
+        if data["pids"] or data["namespaces"]:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1))
+            tmp.replace(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def register_pid(pid: int, command: list[str]) -> None:
+    """Remember a process we started (until :func:`unregister_pid`)."""
+    _update(lambda d: d["pids"].__setitem__(str(pid), command))
+
+
+def unregister_pid(pid: int) -> None:
+    """Forget a process we stopped."""
+    _update(lambda d: d["pids"].pop(str(pid), None))
+
+
+def register_namespace(namespace: str, kubeconfig: Path) -> None:
+    """Remember a namespace we created (until :func:`unregister_namespace`)."""
+    _update(lambda d: d["namespaces"].__setitem__(namespace, str(kubeconfig)))
+
+
+def unregister_namespace(namespace: str) -> None:
+    """Forget a namespace we deleted."""
+    _update(lambda d: d["namespaces"].pop(namespace, None))
+
+
+def _owner_alive(data: dict[str, Any]) -> bool:
+    owner = int(data.get("owner", 0))
+    return owner > 0 and _cmdline(owner) == data.get("owner_cmdline")
+
+
+def reap(delete_namespace: Callable[[str, Path], None]) -> list[str]:
+    """Clean up after dead runs; return one line per thing reaped."""
+    done: list[str] = []
+    for path in sorted(_runs_dir().glob("*.json")):
+        data = _read(path)
+        if not data or _owner_alive(data):
+            continue
+        for pid_s, command in data.get("pids", {}).items():
+            pid = int(pid_s)
+            if _cmdline(pid) == command:
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGKILL)
+                _wait_gone(pid)
+                done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
+        for namespace, kubeconfig in data.get("namespaces", {}).items():
+            try:
+                delete_namespace(namespace, Path(kubeconfig))
+                done.append(f"deleted stale namespace {namespace}")
+            except Exception as err:  # a gone cluster is fine: nothing left to reap
+                done.append(f"could not delete stale namespace {namespace}: {err}")
+        path.unlink(missing_ok=True)
+    return done
+
+
+def _wait_gone(pid: int, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _cmdline(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)

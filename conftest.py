@@ -1,0 +1,3 @@
+"""Load the mo-chaos pytest plugin for suites/ and tests/."""
+
+pytest_plugins = ["chaos.plugin"]
