@@ -118,7 +118,7 @@ class LocalProvider:
 
     def running_pids(self) -> dict[str, int]:
         """The subset of :meth:`pids` whose process is alive and is the binary we started."""
-        return {c: p for c, p in self.pids().items() if _is_our_process(p, c)}
+        return {c: p for c, p in self.pids().items() if is_our_process(p, c)}
 
     def is_healthy(self) -> bool:
         """True when every component runs, the API answers and enough nodes are Ready."""
@@ -306,7 +306,7 @@ def _cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def _is_our_process(pid: int, component: str) -> bool:
+def is_our_process(pid: int, component: str) -> bool:
     """True when pid is alive and its command line is the component's binary."""
     cmd = _cmdline(pid)
     return bool(cmd) and component in Path(cmd[0]).name
@@ -314,12 +314,12 @@ def _is_our_process(pid: int, component: str) -> bool:
 
 def _stop_pid(pid: int, component: str, grace: float = 5.0) -> None:
     """SIGTERM then SIGKILL one of our processes, verifying its command line first."""
-    if not _is_our_process(pid, component):
+    if not is_our_process(pid, component):
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if not _is_our_process(pid, component):
+        if not is_our_process(pid, component):
             return
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,222 @@
+"""The embedded local cluster behaves like a real one (against the real apiserver)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from chaos.cluster import build
+from chaos.cluster.local import LocalProvider, is_our_process
+from chaos.observe.watching import KindWatcher, RawEvent
+
+PROBE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "probes.test.mochaos.io"},
+    "spec": {
+        "group": "test.mochaos.io",
+        "scope": "Namespaced",
+        "names": {
+            "kind": "Probe",
+            "plural": "probes",
+            "singular": "probe",
+            "listKind": "ProbeList",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def _wait(fn, *, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout}s (last: {last!r})")
+
+
+@pytest.fixture(scope="module")
+def probes(kube) -> client.CustomObjectsApi:
+    """The Probe CRD installed (idempotent) and a client for it."""
+    ext = client.ApiextensionsV1Api(kube)
+    ext.patch_custom_resource_definition(
+        "probes.test.mochaos.io", PROBE_CRD, field_manager="mochaos-test", force=True,
+        _content_type="application/apply-patch+yaml",
+    )  # fmt: skip
+
+    def established():
+        crd = ext.read_custom_resource_definition("probes.test.mochaos.io")
+        return any(
+            c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
+        )
+
+    _wait(established, timeout=20, what="Probe CRD Established")
+    return client.CustomObjectsApi(kube)
+
+
+def _probe(name: str, **meta) -> dict:
+    return {"apiVersion": "test.mochaos.io/v1", "kind": "Probe",
+            "metadata": {"name": name, **meta}, "spec": {"n": 1}}  # fmt: skip
+
+
+def test_status_subresource_and_finalizer(probes, namespace):
+    args = ("test.mochaos.io", "v1", namespace, "probes")
+    probes.create_namespaced_custom_object(*args, _probe("p1", finalizers=["mochaos.io/hold"]))
+    status = {"status": {"phase": "Held"}}
+    probes.patch_namespaced_custom_object_status(*args, "p1", status)
+    obj = probes.get_namespaced_custom_object(*args, "p1")
+    assert obj["status"] == {"phase": "Held"}
+
+    probes.delete_namespaced_custom_object(*args, "p1")
+    time.sleep(0.5)
+    held = probes.get_namespaced_custom_object(*args, "p1")
+    assert held["metadata"]["deletionTimestamp"], "finalizer should keep the object"
+
+    probes.patch_namespaced_custom_object(*args, "p1", {"metadata": {"finalizers": None}})
+
+    def gone():
+        try:
+            probes.get_namespaced_custom_object(*args, "p1")
+        except ApiException as err:
+            return err.status == 404
+        return False
+
+    _wait(gone, timeout=10, what="deletion after finalizer removal")
+
+
+def test_stale_resource_version_conflicts(probes, namespace):
+    args = ("test.mochaos.io", "v1", namespace, "probes")
+    created = probes.create_namespaced_custom_object(*args, _probe("p2"))
+    probes.patch_namespaced_custom_object(*args, "p2", {"spec": {"n": 2}})
+    stale = dict(created, spec={"n": 3})
+    with pytest.raises(ApiException) as err:
+        probes.replace_namespaced_custom_object(*args, "p2", stale)
+    assert err.value.status == 409
+
+
+def _pod(name: str) -> dict:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "main", "image": "mochaos/none"}],
+            "nodeSelector": {"type": "kwok"},
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+        },
+    }
+
+
+def test_pod_runs_on_kwok_node_and_disappears(kube, namespace):
+    core = client.CoreV1Api(kube)
+    core.create_namespaced_pod(namespace, _pod("runner"))
+    running = _wait(
+        lambda: (
+            (p := core.read_namespaced_pod("runner", namespace)).status.phase == "Running" and p
+        ),
+        timeout=30,
+        what="pod Running",
+    )
+    assert running.spec.node_name.startswith("kwok-node-")
+    core.delete_namespaced_pod("runner", namespace)
+
+    def gone():
+        try:
+            core.read_namespaced_pod("runner", namespace)
+        except ApiException as err:
+            return err.status == 404
+        return False
+
+    _wait(gone, timeout=10, what="pod deletion")
+
+
+def test_namespace_deletion_and_garbage_collection(kube, cluster):
+    core = client.CoreV1Api(kube)
+    ns = f"mc-gc-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+               "uid": owner.metadata.uid}  # fmt: skip
+        core.create_namespaced_config_map(
+            ns, {"metadata": {"name": "dependent", "ownerReferences": [ref]}}
+        )
+        core.delete_namespaced_config_map("owner", ns)
+
+        def dependent_gone():
+            names = [c.metadata.name for c in core.list_namespaced_config_map(ns).items]
+            return "dependent" not in names
+
+        _wait(dependent_gone, timeout=30, what="garbage collection of the dependent")
+    finally:
+        core.delete_namespace(ns)
+
+    def ns_gone():
+        try:
+            core.read_namespace(ns)
+        except ApiException as err:
+            return err.status == 404
+        return False
+
+    _wait(ns_gone, timeout=60, what="namespace deletion")
+
+
+def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
+    seen: list[RawEvent] = []
+    stop = threading.Event()
+    watcher = KindWatcher(
+        kube, kind="Probe", namespace=namespace, emit=lambda k, e: seen.append(e), stop=stop,
+        list_call=lambda **kw: probes.list_namespaced_custom_object(
+            "test.mochaos.io", "v1", namespace, "probes", **kw
+        ),
+    )  # fmt: skip
+    watcher.initial_list()
+    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
+    thread.start()
+    args = ("test.mochaos.io", "v1", namespace, "probes")
+    probes.create_namespaced_custom_object(*args, _probe("w"))
+    probes.patch_namespaced_custom_object(*args, "w", {"spec": {"n": 5}})
+    probes.delete_namespaced_custom_object(*args, "w")
+    _wait(lambda: len(seen) >= 3, timeout=10, what="three watch events")
+    stop.set()
+    watcher.stop()
+    thread.join(timeout=5)
+    assert [e.event for e in seen] == ["ADDED", "MODIFIED", "DELETED"]
+    assert [e.rv for e in seen] == sorted(e.rv for e in seen)
+
+
+@pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
+def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
+    provider = LocalProvider(name=f"mc-life-{uuid.uuid4().hex[:4]}")
+    try:
+        first = provider.up()
+        pids = provider.running_pids()
+        assert len(pids) == 5, pids
+        again = provider.up()
+        assert again == first
+        assert provider.running_pids() == pids, "a healthy cluster must be reused, not restarted"
+    finally:
+        provider.down()
+    assert provider.running_pids() == {}
+    for component, pid in pids.items():
+        assert not is_our_process(pid, component), f"{component} (pid {pid}) still running"
+    assert not provider.cluster_dir.exists()
