@@ -188,6 +188,9 @@ class History(Sequence[Entry]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries)
+
     @property
     def start(self) -> float:
         """Time of the first entry (0.0 for an empty history)."""
@@ -321,8 +324,8 @@ class Invariant(Protocol):
     bugs: tuple[str, ...]
     at_settle_only: bool
 
-    def check(self, history: History, options: CheckOptions) -> Verdict:
-        """Evaluate the invariant over the whole history."""
+    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+        """Evaluate the invariant over the whole history (``final``: at settle time)."""
         ...
 
 

@@ -1,0 +1,1 @@
+"""Tests of chaos.invariants over hand-written histories."""

@@ -1,0 +1,65 @@
+"""retry-budget: finalize passes per claim and error records per object stay within budget."""
+
+from chaos.invariants import get
+from chaos.types import CheckOptions
+
+from .builders import HistoryBuilder
+
+INVARIANT = get("retry-budget")
+OPTIONS = CheckOptions(retry_budget=10, retry_window=60)
+
+
+def finalize_every(b: HistoryBuilder, claim: str, *, start: float, every: float, count: int):
+    for i in range(count):
+        b.at(start + i * every).log("finalize CNClaim", name=claim)
+        b.log("skip reclaim, pod still claimed by other CNClaim", name=claim, pod="B", holder="Z")
+        b.log("does not complete finalizing, retry", name=claim)
+
+
+def test_finalize_hot_loop_fails_at_the_record_over_budget():
+    b = HistoryBuilder()
+    finalize_every(b, "X", start=30, every=2, count=45)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.status == "fail"
+    eleventh = [e for e in b.entries if e.msg == "finalize CNClaim"][10]
+    assert (verdict.violation.t, verdict.violation.seq) == (50, eleventh.seq)
+    assert verdict.violation.objects == ("CNClaim/X",)
+    assert verdict.violation.message.startswith("11 'finalize CNClaim' records for CNClaim X")
+
+
+def test_budget_itself_is_allowed():
+    b = HistoryBuilder()
+    finalize_every(b, "X", start=30, every=2, count=10)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_window_slides():
+    b = HistoryBuilder()
+    finalize_every(b, "X", start=0, every=7, count=30)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+    b = HistoryBuilder()
+    finalize_every(b, "X", start=0, every=6, count=30)
+    assert INVARIANT.check(b.build(), OPTIONS).violation.t == 60
+
+
+def test_counts_are_per_claim_and_exact_message():
+    b = HistoryBuilder()
+    finalize_every(b, "X", start=0, every=1, count=6)
+    finalize_every(b, "Y", start=10, every=1, count=6)
+    for t in range(20, 40):
+        b.at(t).log("finalize CNClaim, reclaim bound CN", name="X", cn="B")
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_error_records_per_object_fail_over_budget():
+    b = HistoryBuilder()
+    for t in range(11):
+        b.at(t).log("goroutine 1 [running]:\nstack", name="S1", level="error", error="boom")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.objects == ("S1",)
+    assert "11 error-level records for chaos-test/S1" in verdict.violation.message
+    assert verdict.violation.message.endswith("last: boom")
+    b = HistoryBuilder()
+    for t in range(11):
+        b.at(t).log("cache not synced, wait", name="S1", level="info")
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
