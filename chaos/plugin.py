@@ -140,6 +140,53 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _is_controller(config: pytest.Config) -> bool:
+    return getattr(config, "workerinput", None) is None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller merges every test's result into the run's summary.json."""
+    if not _is_controller(session.config):
+        return
+    from chaos.report.summary import merge_summary
+
+    cfg = run_config(session.config)
+    run_dir = cfg.reports_dir / cfg.run_id
+    if run_dir.is_dir():
+        merge_summary(run_dir, meta=_summary_meta(run_dir, cfg))
+
+
+def _summary_meta(run_dir: Path, cfg: RunConfig) -> dict[str, str]:
+    from chaos.report.summary import read_results
+
+    first = next(iter(read_results(run_dir)), {})
+    return {
+        "operator_target": cfg.operator,
+        "operator_version": first.get("operator_version", ""),
+        "cluster_provider": cfg.cluster,
+        "k8s_version": first.get("k8s_version", ""),
+        "seed": str(cfg.chaos_seed),
+    }
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """One line per scenario: outcome, failed invariants, max finalize retries, timeline."""
+    from chaos.report.summary import read_results, terminal_line
+    from chaos.types import ScenarioResult
+
+    cfg = run_config(config)
+    run_dir = cfg.reports_dir / cfg.run_id
+    results = read_results(run_dir) if run_dir.is_dir() else []
+    if not results:
+        return
+    terminalreporter.section("mo-chaos verdicts")
+    for data in results:
+        result = ScenarioResult.from_dict(data)
+        timeline = result.artifacts.get("timeline_md")
+        terminalreporter.write_line(terminal_line(result, Path(timeline) if timeline else None))
+    terminalreporter.write_line(f"reports: {run_dir} (seed {cfg.chaos_seed})")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """Give every xdist worker the controller's run id."""
@@ -270,13 +317,140 @@ def _delete_namespace_quietly(namespace: str, kubeconfig: Path) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Report infrastructure and usage errors as errors with their one-line reason."""
+    """Classify outcomes: infrastructure/usage errors are errors, missed faults inconclusive."""
+    from chaos.errors import Inconclusive
+
     report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, MochaosError):
-        err = call.excinfo.value
-        kind = "usage error" if isinstance(err, UsageError) else "infrastructure error"
-        report.longrepr = f"mo-chaos {kind}: {err}"
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(exc, MochaosError):
+        kind = "usage error" if isinstance(exc, UsageError) else "infrastructure error"
+        report.longrepr = f"mo-chaos {kind}: {exc}"
         if call.when == "call":
             # An infrastructure failure is never an operator verdict: show it as an error.
             report.when = "setup"  # type: ignore[misc]
+    elif isinstance(exc, Inconclusive):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
+    if call.when == "call":
+        item.mochaos_call = (report, exc)  # type: ignore[attr-defined]
     return report
+
+
+# -- scenarios ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def recorder(cluster: Cluster, namespace: str) -> Iterator:
+    """The namespace's recorder (watches claims, sets, pools, pods, events)."""
+    from chaos.observe.recorder import Recorder
+
+    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/recorder", context=cluster.context)
+    rec = Recorder(api, namespace=namespace)
+    rec.start()
+    yield rec
+    rec.stop()
+    api.close()
+
+
+@pytest.fixture
+def scenario(
+    request: pytest.FixtureRequest,
+    cluster: Cluster,
+    namespace: str,
+    operator: RunningOperator,
+    recorder,
+    mochaos: RunConfig,
+) -> Iterator:
+    """A chaos scenario bound to this test's namespace, recorder and operator."""
+    from chaos.scenario.engine import RunInfo, Scenario
+
+    recorder.follow_operator(operator)
+    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/chaos", context=cluster.context)
+    agent_api = new_api_client(
+        cluster.kubeconfig, user_agent="mochaos/agent", context=cluster.context
+    )
+    run = RunInfo(
+        run_id=mochaos.run_id,
+        seed=mochaos.chaos_seed,
+        options=mochaos.check_options(),
+        operator_target=operator.target,
+        operator_version=operator.version,
+        cluster_provider=cluster.provider,
+        k8s_version=cluster.version,
+    )
+    sc = Scenario(
+        api,
+        agent_api=agent_api,
+        namespace=namespace,
+        recorder=recorder,
+        operator=operator,
+        run=run,
+        nodeid=request.node.nodeid,
+        on_result=lambda result: _attach_result(request.node, result),
+    )
+    request.node.mochaos_scenario = sc
+    yield sc
+    sc.close()
+    recorder.stop()
+    api.close()
+    agent_api.close()
+    _write_reports(request.node, sc, cluster, namespace, mochaos)
+
+
+def _write_reports(item: pytest.Item, sc, cluster: Cluster, namespace: str, cfg: RunConfig) -> None:
+    """Write history, timeline, artifacts and result.json into the test's report folder."""
+    from chaos.report.artifacts import write_artifacts, write_timeline
+    from chaos.report.rundir import create_run_dir, test_dir
+    from chaos.report.summary import write_result
+    from chaos.types import ScenarioResult
+
+    result = sc.result
+    if result is None:
+        call, exc = getattr(item, "mochaos_call", (None, None))
+        result = ScenarioResult(
+            nodeid=item.nodeid,
+            outcome=_outcome_of(call, exc),
+            operator_target=sc.run.operator_target,
+            operator_version=sc.run.operator_version,
+            cluster_provider=sc.run.cluster_provider,
+            k8s_version=sc.run.k8s_version,
+            seed=sc.run.seed,
+            message=str(call.longrepr)[:2000] if call is not None and call.longrepr else "",
+        )
+    folder = test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid)
+    history = sc.recorder.history()
+    operator_log = getattr(sc.operator, "log_path", None)
+    meta = {
+        "operator": f"{result.operator_target} ({result.operator_version})",
+        "cluster": f"{result.cluster_provider} {result.k8s_version}",
+        "outcome": result.outcome,
+        "seed": str(result.seed),
+        "namespace": namespace,
+    }
+    result.artifacts.update(write_timeline(folder, history, result.verdicts,
+                                           title=item.nodeid, meta=meta))  # fmt: skip
+    result.artifacts.update(
+        write_artifacts(
+            folder, history, result.verdicts, operator_log=operator_log,
+            audit_log=cluster.audit_log, namespace=namespace,
+            failed=result.outcome != "passed",
+        )
+    )  # fmt: skip
+    write_result(folder, result)
+
+
+def _outcome_of(call: pytest.TestReport | None, exc: BaseException | None) -> str:
+    from chaos.errors import Inconclusive
+
+    if call is None or isinstance(exc, MochaosError):
+        return "error"
+    if isinstance(exc, Inconclusive):
+        return "inconclusive"
+    return {"passed": "passed", "failed": "failed"}.get(call.outcome, "error")
+
+
+def _attach_result(item: pytest.Item, result) -> None:
+    from chaos.report.junit import junit_properties
+
+    item.user_properties.extend(junit_properties(result))
+    item.mochaos_result = result  # type: ignore[attr-defined]

@@ -1,0 +1,1 @@
+"""Tests of chaos.report over hand-written and recorded histories."""
