@@ -21,7 +21,18 @@ from chaos import runstate
 from chaos.cluster import PROVIDERS, make_provider
 from chaos.errors import InfraError, MochaosError, UsageError
 from chaos.kube import check_reachable, new_api_client
-from chaos.types import RUN_ID_LABEL, CheckOptions, Cluster, OperatorTarget, RunningOperator
+from chaos.types import (
+    RUN_ID_LABEL,
+    CheckOptions,
+    Cluster,
+    ClusterProvider,
+    OperatorTarget,
+    RunningOperator,
+)
+
+GRACE = 20.0
+"""Seconds (operator time) a bad state may last before a state invariant judges it: above
+the operator's own legitimate waits (10 s pod-cache grace + a 2 s requeue)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class RunConfig:
     migration_timeout: float
     chaos_seed: int
     reports_dir: Path
+    image_options: dict[str, object]
 
     def check_options(self) -> CheckOptions:
         """Invariant thresholds in wall seconds (operator-time values scaled)."""
@@ -49,7 +61,7 @@ class RunConfig:
             finalize_timeout=self.finalize_timeout * s,
             retry_budget=self.retry_budget,
             retry_window=self.finalize_timeout * s,
-            grace=15.0 * s,
+            grace=GRACE * s,
             migration_timeout=self.migration_timeout * s,
             converge_timeout=60.0 * s,
             time_scale=s,
@@ -109,8 +121,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="seed for every random choice (printed on failure to replay a run)",
     )
-    g.addoption("--reports-dir", type=Path, default=Path("reports"),
-                help="root of the run reports (default: reports/)")  # fmt: skip
+    g.addoption(
+        "--reports-dir",
+        type=Path,
+        default=Path("reports"),
+        help="root of the run reports (default: reports/)",
+    )
+    g.addoption(
+        "--mo-image",
+        default=None,
+        help="image: targets: MatrixOne image for the pool (default matrixone:1.2.3)",
+    )
+    g.addoption(
+        "--minio",
+        default="auto",
+        choices=("auto", "docker", "in-cluster"),
+        help="image: targets: where MatrixOne's object storage runs (default auto)",
+    )
+    g.addoption("--chart-repo", default=None, help="image: targets: Helm repository URL")
+    g.addoption("--chart-version", default=None, help="image: targets: chart version")
+    g.addoption(
+        "--chart-path",
+        type=Path,
+        default=None,
+        help="image: targets: a local chart directory instead of the repository",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -137,6 +172,14 @@ def pytest_configure(config: pytest.Config) -> None:
         migration_timeout=opt("migration_timeout"),
         chaos_seed=seed if seed is not None else secrets.randbelow(2**31),
         reports_dir=opt("reports_dir"),
+        image_options={
+            "mo_image": opt("mo_image"),
+            "minio": opt("minio"),
+            "chart_repo": opt("chart_repo"),
+            "chart_version": opt("chart_version"),
+            "chart_path": opt("chart_path"),
+            "run_id": run_id,
+        },
     )
 
 
@@ -214,8 +257,8 @@ def mochaos(pytestconfig: pytest.Config) -> RunConfig:
 
 
 @pytest.fixture(scope="session")
-def cluster(mochaos: RunConfig) -> Cluster:
-    """A running cluster from the chosen provider (built and started on first use)."""
+def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
+    """The ``--cluster`` provider; a kind cluster is removed at the end unless kept."""
     provider = make_provider(
         mochaos.cluster,
         kubeconfig=mochaos.kubeconfig,
@@ -223,7 +266,17 @@ def cluster(mochaos: RunConfig) -> Cluster:
         allow_contexts=mochaos.allow_contexts,
         keep_cluster=mochaos.keep_cluster,
     )
-    started = provider.up()
+    yield provider
+    # The local cluster stays up for the next run (warm start); xdist workers share
+    # clusters, so only a single-process run may remove a kind cluster.
+    if mochaos.cluster == "kind" and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        provider.down()
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_provider: ClusterProvider) -> Cluster:
+    """A running cluster from the chosen provider (built and started on first use)."""
+    started = cluster_provider.up()
     runstate.reap(_delete_namespace_quietly)
     return started
 
@@ -256,13 +309,22 @@ def namespace(request: pytest.FixtureRequest, kube, cluster: Cluster, mochaos: R
 
 
 @pytest.fixture(scope="session")
-def operator_target(mochaos: RunConfig, cluster: Cluster) -> OperatorTarget:
-    """The ``--operator`` target, installed once for the session."""
+def operator_target(
+    mochaos: RunConfig, cluster: Cluster, cluster_provider: ClusterProvider
+) -> Iterator[OperatorTarget]:
+    """The ``--operator`` target: its images loaded, installed once for the session."""
     from chaos.operator import parse_target
 
-    target = parse_target(mochaos.operator, time_scale=mochaos.time_scale)
+    target = parse_target(
+        mochaos.operator, time_scale=mochaos.time_scale, image_options=mochaos.image_options
+    )
+    for ref in getattr(target, "images", ()):
+        cluster_provider.load_image(ref)
     target.install(cluster)
-    return target
+    yield target
+    close = getattr(target, "close", None)
+    if close is not None:
+        close()
 
 
 @pytest.fixture
@@ -415,7 +477,7 @@ def _write_reports(item: pytest.Item, sc, cluster: Cluster, namespace: str, cfg:
             cluster_provider=sc.run.cluster_provider,
             k8s_version=sc.run.k8s_version,
             seed=sc.run.seed,
-            message=str(call.longrepr)[:2000] if call is not None and call.longrepr else "",
+            message=_longrepr_text(call),
         )
     folder = test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid)
     history = sc.recorder.history()
@@ -437,6 +499,14 @@ def _write_reports(item: pytest.Item, sc, cluster: Cluster, namespace: str, cfg:
         )
     )  # fmt: skip
     write_result(folder, result)
+
+
+def _longrepr_text(call: pytest.TestReport | None) -> str:
+    if call is None or not call.longrepr:
+        return ""
+    if isinstance(call.longrepr, tuple):  # a skip: (path, line, reason)
+        return str(call.longrepr[2])
+    return str(call.longrepr)[:2000]
 
 
 def _outcome_of(call: pytest.TestReport | None, exc: BaseException | None) -> str:

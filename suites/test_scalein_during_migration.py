@@ -34,6 +34,7 @@ def test_scalein_during_migration_race(scenario: Scenario):
     sc = scenario
     x, _ = build_s1(sc, max_idle=1)
     a = sc.pod_of(x)
+    sc.idle_pods("pool", at_least=1)
     target = sc.agent.pick_target(x)
     sc.claimset("s2", replicas=1)
     held = sc.when(held_by_set(target, "s2"), timeout=sc.ts(60) + 10)

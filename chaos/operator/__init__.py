@@ -30,8 +30,14 @@ def crd_source(version: str = DEFAULT_OPERATOR_VERSION) -> str:
     return _crds(version)[0]
 
 
-def parse_target(spec: str, *, time_scale: float = 1.0) -> OperatorTarget:
-    """Turn an ``--operator`` value into a target; UsageError for anything unknown."""
+def parse_target(
+    spec: str, *, time_scale: float = 1.0, image_options: dict[str, Any] | None = None
+) -> OperatorTarget:
+    """Turn an ``--operator`` value into a target; UsageError for anything unknown.
+
+    ``image_options`` (mo_image, minio, chart_repo, chart_version, chart_path, run_id)
+    configure ``image:`` and ``installed`` targets; unset values keep their defaults.
+    """
     scheme, _, rest = spec.partition(":")
     if scheme == "model":
         from chaos.operator.model_target import ModelTarget
@@ -48,12 +54,27 @@ def parse_target(spec: str, *, time_scale: float = 1.0) -> OperatorTarget:
 
         if not rest:
             raise UsageError("image: target needs a reference", hint="use image:<repo>:<tag>")
-        return ImageTarget(ref=rest)
+        return ImageTarget(ref=rest, **_image_kwargs(image_options or {}, chart=True))
     if scheme == "installed" and not rest:
         from chaos.operator.image import InstalledTarget
 
-        return InstalledTarget()
+        return InstalledTarget(**_image_kwargs(image_options or {}, chart=False))
     raise UsageError(
         f"unknown operator target {spec!r}",
         hint="use model:<profile>, binary:<path>, image:<ref> or installed",
     )
+
+
+def _image_kwargs(options: dict[str, Any], *, chart: bool) -> dict[str, Any]:
+    """Keyword arguments for the image targets from the plugin's options (unset: default)."""
+    from chaos.operator.helm import ChartOptions
+
+    kwargs: dict[str, Any] = {
+        k: options[k] for k in ("mo_image", "minio", "run_id") if options.get(k) is not None
+    }
+    if chart:
+        fields = {"repo_url": "chart_repo", "version": "chart_version", "chart_path": "chart_path"}
+        chosen = {f: options[o] for f, o in fields.items() if options.get(o) is not None}
+        if chosen:
+            kwargs["chart"] = ChartOptions(**chosen)
+    return kwargs

@@ -23,8 +23,8 @@ from chaos.observe.oplog import count_retries
 from chaos.observe.recorder import Recorder
 from chaos.scenario.actions import Actions, Fired
 from chaos.scenario.agent import UnitAgent
-from chaos.scenario.predicates import Predicate, name_of
-from chaos.scenario.topology import cn_claimset, cn_pool
+from chaos.scenario.predicates import Predicate, claim_bound, name_of
+from chaos.scenario.topology import cn_claim, cn_claimset, cn_pool
 from chaos.types import (
     CLAIMSET_LABEL,
     PHASE_LABEL,
@@ -139,6 +139,7 @@ class Scenario:
         self.agent = UnitAgent(agent_actions, recorder, rng=self.rng, time_scale=self.time_scale)
         self._gated: list[_Gated] = []
         self._claimsets: list[str] = []
+        self._claims: list[str] = []
         self._on_result = on_result
         self._nodeid = nodeid
         self._started = time.monotonic()
@@ -157,11 +158,19 @@ class Scenario:
 
     def pool(self, name: str = "pool", *, max_idle: int = 2) -> str:
         """Create a CNPool keeping ``max_idle`` idle pods; wait until they are Idle."""
-        self.actions.create(cn_pool(name, run_id=self.run.run_id, max_idle=max_idle))
-        self.wait(
-            _idle_pods_at_least(name, max_idle), timeout=self.ts(60) + 30,
-            what=f"{max_idle} Idle pods in pool {name}",
+        # A real operator needs a real CNSet template and deps (from its target);
+        # the model only needs the shape.
+        spec = getattr(self.operator, "pool_spec", None)
+        pool = cn_pool(
+            name, run_id=self.run.run_id, max_idle=max_idle,
+            template=spec.template if spec else None, deps=spec.deps if spec else None,
         )  # fmt: skip
+        if spec is not None:
+            pool["spec"]["podLabels"].update(spec.pod_labels)
+        self.actions.create(pool)
+        timeout = spec.ready_timeout if spec else self.ts(60) + 30
+        self.wait(_idle_pods_at_least(name, max_idle), timeout=timeout,
+                  what=f"{max_idle} Idle pods in pool {name}")  # fmt: skip
         return name
 
     def claimset(self, name: str, *, replicas: int, pool: str = "pool") -> list[str]:
@@ -169,6 +178,26 @@ class Scenario:
         self.actions.create(cn_claimset(name, run_id=self.run.run_id, replicas=replicas, pool=pool))
         self._claimsets.append(name)
         return self.bound_claims(name, replicas)
+
+    def idle_pods(self, pool: str = "pool", *, at_least: int = 1) -> list[str]:
+        """Wait until the pool has ``at_least`` Idle pods; return the Idle pods' names."""
+        self.wait(
+            _idle_pods_at_least(pool, at_least), timeout=self.ts(60) + 30,
+            what=f"{at_least} Idle pods in pool {pool}",
+        )  # fmt: skip
+        state = self.recorder.snapshot()
+        return sorted(
+            n for n, p in state.all("Pod").items()
+            if obj_labels(p).get(PHASE_LABEL) == "Idle" and not obj_deleting(p)
+        )  # fmt: skip
+
+    def claim(self, name: str, *, pool: str = "pool", wait_bound: bool = True) -> str:
+        """Create a standalone CNClaim (no claim set); by default wait until it is Bound."""
+        self.actions.create(cn_claim(name, run_id=self.run.run_id, pool=pool))
+        self._claims.append(name)
+        if wait_bound:
+            self.wait(claim_bound(name), timeout=self.ts(60) + 30)
+        return name
 
     def bound_claims(self, claimset: str, n: int) -> list[str]:
         """Wait until ``n`` live claims of the set are Bound; names ordered by their pod's age."""
@@ -215,7 +244,7 @@ class Scenario:
                 seen.append(entry)
             return len(seen) >= count
 
-        entry = self.recorder.wait_for_entry(matches, timeout=timeout)
+        entry = self.recorder.wait_for_entry(matches, timeout=timeout, since=0)
         if entry is None:
             raise Inconclusive(f"operator never logged {msg!r} {count}× for {name or 'any'}")
         return Fired(name=f"{count}× {msg!r}", entry=entry, rv=None)
@@ -262,8 +291,9 @@ class Scenario:
         (finalize / migration timeout) has not passed yet: settling waits it out,
         so a stuck finalizer is judged on evidence, not cut short by the epilogue.
         """
-        quiet = quiet if quiet is not None else self.ts(12)
         o = self.options
+        # Quiet for longer than the invariants' grace, so a steady bad state gets judged.
+        quiet = quiet if quiet is not None else o.grace + self.ts(3)
         timeout = timeout if timeout is not None else (
             max(o.finalize_timeout, o.migration_timeout) + self.ts(30) + 5
         )  # fmt: skip
@@ -281,11 +311,15 @@ class Scenario:
             self.recorder.wait_for_entry(lambda e: True, timeout=min(0.5, quiet))
 
     def epilogue(self) -> None:
-        """Scale every claim set to 0 and wait for the claims to go (cleanup as an oracle)."""
+        """Scale every claim set to 0, delete standalone claims, and wait for everything to
+        return to the pool (cleanup as an oracle)."""
         self.agent.stop()
         self.recorder.mark("epilogue")
         for cs in self._claimsets:
             self.actions.scale_claimset(cs, replicas=0)
+        for claim in self._claims:
+            if self.recorder.snapshot().get("CNClaim", claim) is not None:
+                self.actions.delete_claim(claim)
         # Everything should go back to the pool: wait for it, or for the deadline that
         # no-leaked-pods judges at, so a leak is judged on a full finalize timeout.
         self.recorder.wait_for(

@@ -40,11 +40,23 @@ def cn_claimset(name: str, *, run_id: str, replicas: int, pool: str) -> dict[str
             "replicas": replicas,
             "selector": {"matchLabels": {CLAIMSET_LABEL: name}},
             "template": {
-                "metadata": {"labels": {RUN_ID_LABEL: run_id, CLAIMSET_LABEL: name}},
+                "metadata": {
+                    "labels": {RUN_ID_LABEL: run_id, CLAIMSET_LABEL: name, POOL_NAME_LABEL: pool}
+                },
                 "spec": {
                     "selector": {"matchLabels": {POOL_NAME_LABEL: pool}},
                     "poolName": pool,
                 },
             },
         },
+    }
+
+
+def cn_claim(name: str, *, run_id: str, pool: str) -> dict[str, Any]:
+    """A standalone CNClaim (no claim set) for a pod of ``pool``."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "CNClaim",
+        "metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id, POOL_NAME_LABEL: pool}},
+        "spec": {"selector": {"matchLabels": {POOL_NAME_LABEL: pool}}, "poolName": pool},
     }

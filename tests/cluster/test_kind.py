@@ -1,0 +1,342 @@
+"""The kind provider without Docker: its generated config and its exact command lines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chaos.cluster.commands import RecordingRunner, Result
+from chaos.cluster.kind import (
+    AUDIT_POLICY,
+    NODE_IMAGE,
+    NODE_LOG_DIR,
+    NODE_POLICY_DIR,
+    DockerEngine,
+    KindProvider,
+    PortMapping,
+    check_engine,
+    kind_config,
+    node_kubernetes_version,
+    pull_progress,
+    split_ref,
+)
+from chaos.errors import EXIT_INFRA, InfraError, UsageError
+
+KIND_OK = "kind v0.33.0 go1.26.8 linux/amd64\n"
+
+
+class FakeEngine:
+    """A Docker engine that answers from memory and records what was asked."""
+
+    def __init__(self, *, version: str = "28.2.2", images: Sequence[str] = ()) -> None:
+        self.version = version
+        self.images = set(images)
+        self.pulled: list[str] = []
+        self.execs: list[tuple[str, list[str]]] = []
+
+    def server_version(self) -> str:
+        return self.version
+
+    def has_image(self, ref: str) -> bool:
+        return ref in self.images
+
+    def pull(self, ref: str, *, progress) -> None:
+        self.pulled.append(ref)
+        progress(f"pulling {ref}: 1/1 layers done")
+        self.images.add(ref)
+
+    def exec(self, container: str, argv: Sequence[str]) -> tuple[int, str]:
+        self.execs.append((container, list(argv)))
+        return 0, ""
+
+
+def tools_dir(tmp_path: Path, *names: str) -> str:
+    """A directory holding do-nothing executables, used as the PATH."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    for name in names:
+        exe = d / name
+        exe.write_text("#!/bin/sh\nexit 0\n")
+        exe.chmod(0o755)
+    return str(d)
+
+
+def provider(tmp_path: Path, runner: RecordingRunner, **kw) -> KindProvider:
+    kw.setdefault("engine", FakeEngine())
+    return KindProvider(
+        runner=runner,
+        state_dir=tmp_path / "state",
+        search_path=tools_dir(tmp_path, "kind", "docker"),
+        progress=lambda line: None,
+        **kw,
+    )
+
+
+# -- the generated config -----------------------------------------------------------
+
+
+def _patch(config: dict) -> dict:
+    (text,) = config["nodes"][0]["kubeadmConfigPatches"]
+    return yaml.safe_load(text)
+
+
+def test_node_image_is_pinned_by_digest_for_the_pinned_kind() -> None:
+    assert re.fullmatch(r"kindest/node:v1\.\d+\.\d+@sha256:[0-9a-f]{64}", NODE_IMAGE)
+    assert node_kubernetes_version(NODE_IMAGE) == (1, 36, 4)
+
+
+def test_kind_config_is_valid_yaml_with_the_pinned_image(tmp_path: Path) -> None:
+    config = kind_config(name="mochaos", node_image=NODE_IMAGE, audit_dir=tmp_path, workers=1)
+    text = yaml.safe_dump(config)
+    again = yaml.safe_load(text)
+    assert again == config
+    assert again["kind"] == "Cluster"
+    assert again["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert [n["role"] for n in again["nodes"]] == ["control-plane", "worker"]
+    assert {n["image"] for n in again["nodes"]} == {NODE_IMAGE}
+
+
+def test_kind_config_mounts_the_audit_policy_and_log(tmp_path: Path) -> None:
+    config = kind_config(name="mochaos", node_image=NODE_IMAGE, audit_dir=tmp_path)
+    mounts = {m["containerPath"]: m for m in config["nodes"][0]["extraMounts"]}
+    assert mounts[NODE_POLICY_DIR] == {
+        "hostPath": str(tmp_path / "policy"),
+        "containerPath": NODE_POLICY_DIR,
+        "readOnly": True,
+    }
+    assert mounts[NODE_LOG_DIR]["hostPath"] == str(tmp_path / "log")
+    assert not mounts[NODE_LOG_DIR].get("readOnly")
+    patch = _patch(config)
+    assert patch["kind"] == "ClusterConfiguration"
+    volumes = {v["name"]: v for v in patch["apiServer"]["extraVolumes"]}
+    # The apiserver's static pod sees the same node paths the extraMounts provide.
+    assert volumes["audit-policies"]["hostPath"] == NODE_POLICY_DIR
+    assert volumes["audit-policies"]["readOnly"] is True
+    assert volumes["audit-logs"]["hostPath"] == NODE_LOG_DIR
+    assert volumes["audit-logs"]["readOnly"] is False
+
+
+def test_kubeadm_patch_uses_v1beta4_name_value_args_for_kubernetes_1_36(tmp_path: Path) -> None:
+    patch = _patch(kind_config(name="m", node_image=NODE_IMAGE, audit_dir=tmp_path))
+    assert patch["apiVersion"] == "kubeadm.k8s.io/v1beta4"
+    args = {a["name"]: a["value"] for a in patch["apiServer"]["extraArgs"]}
+    assert args["audit-policy-file"] == f"{NODE_POLICY_DIR}/audit-policy.yaml"
+    assert args["audit-log-path"] == f"{NODE_LOG_DIR}/audit.log"
+    assert all(isinstance(v, str) for v in args.values())
+
+
+def test_kubeadm_patch_uses_a_v1beta3_map_before_kubernetes_1_36(tmp_path: Path) -> None:
+    image = "kindest/node:v1.35.8@sha256:" + "0" * 64
+    patch = _patch(kind_config(name="m", node_image=image, audit_dir=tmp_path))
+    assert patch["apiVersion"] == "kubeadm.k8s.io/v1beta3"
+    assert patch["apiServer"]["extraArgs"]["audit-log-path"] == f"{NODE_LOG_DIR}/audit.log"
+
+
+def test_kind_config_publishes_extra_ports(tmp_path: Path) -> None:
+    config = kind_config(
+        name="m",
+        node_image=NODE_IMAGE,
+        audit_dir=tmp_path,
+        port_mappings=[PortMapping(container_port=30900, host_port=9000)],
+    )
+    assert config["nodes"][0]["extraPortMappings"] == [
+        {"containerPort": 30900, "hostPort": 9000, "listenAddress": "127.0.0.1", "protocol": "TCP"}
+    ]
+    plain = kind_config(name="m", node_image=NODE_IMAGE, audit_dir=tmp_path)
+    assert "extraPortMappings" not in plain["nodes"][0]
+
+
+def test_node_image_without_a_version_tag_is_refused() -> None:
+    with pytest.raises(UsageError, match="cannot tell the Kubernetes version"):
+        node_kubernetes_version("my/node@sha256:" + "0" * 64)
+    with pytest.raises(UsageError):
+        KindProvider(node_image="my/node:latest")
+
+
+def test_audit_policy_is_a_policy_that_keeps_metadata() -> None:
+    policy = yaml.safe_load(AUDIT_POLICY.read_text())
+    assert policy["apiVersion"] == "audit.k8s.io/v1"
+    assert policy["kind"] == "Policy"
+    assert policy["rules"][-1] == {"level": "Metadata"}
+    dropped = [r for r in policy["rules"] if r["level"] == "None"]
+    assert any("leases" in g["resources"] for r in dropped for g in r.get("resources", []))
+
+
+# -- command lines ----------------------------------------------------------------------
+
+
+def test_up_creates_a_cluster_with_the_exact_kind_command(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "other\n"})
+    engine = FakeEngine()
+    p = provider(tmp_path, runner, engine=engine)
+    assert p.ensure_cluster() is True
+    state = tmp_path / "state" / "mochaos"
+    assert runner.commands() == [
+        "kind version",
+        "kind get clusters",
+        f"kind create cluster --name mochaos --config {state / 'kind-config.yaml'} "
+        f"--image {NODE_IMAGE} --kubeconfig {state / 'kubeconfig'} --wait 300s",
+    ]
+    written = yaml.safe_load((state / "kind-config.yaml").read_text())
+    assert written["nodes"][0]["image"] == NODE_IMAGE
+    assert (state / "audit" / "policy" / "audit-policy.yaml").read_text() == (
+        AUDIT_POLICY.read_text()
+    )
+    assert engine.execs == [
+        ("mochaos-control-plane", ["chmod", "0644", f"{NODE_LOG_DIR}/audit.log"])
+    ]
+
+
+def test_up_reuses_a_running_cluster_and_exports_its_kubeconfig(tmp_path: Path) -> None:
+    runner = RecordingRunner(
+        {
+            "kind version": KIND_OK,
+            "kind get clusters": "mochaos\n",
+            "kind get kubeconfig": "apiVersion: v1\nkind: Config\n",
+        }
+    )
+    p = provider(tmp_path, runner)
+    assert p.ensure_cluster() is False
+    assert runner.commands() == [
+        "kind version",
+        "kind get clusters",
+        "kind get kubeconfig --name mochaos",
+    ]
+    assert p.kubeconfig_path().read_text() == "apiVersion: v1\nkind: Config\n"
+    assert p.kubeconfig_path().stat().st_mode & 0o077 == 0
+
+
+def test_cluster_name_flows_into_every_command(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    p = provider(tmp_path, runner, name="ci-42")
+    p.ensure_cluster()
+    p.load_image("repo/op:t")
+    p.down()
+    assert p.context == "kind-ci-42"
+    assert all("ci-42" in c for c in runner.commands()[2:])
+
+
+def test_load_image_pulls_only_when_missing(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    engine = FakeEngine(images=["matrixorigin/matrixone:1.2.3"])
+    p = provider(tmp_path, runner, engine=engine)
+    p.load_image("matrixorigin/matrixone-operator:nightly-abc1234-20260601")
+    p.load_image("matrixorigin/matrixone:1.2.3")
+    assert engine.pulled == ["matrixorigin/matrixone-operator:nightly-abc1234-20260601"]
+    assert [c for c in runner.commands() if c.startswith("kind load")] == [
+        "kind load docker-image --name mochaos "
+        "matrixorigin/matrixone-operator:nightly-abc1234-20260601",
+        "kind load docker-image --name mochaos matrixorigin/matrixone:1.2.3",
+    ]
+
+
+def test_down_deletes_unless_the_cluster_is_kept(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    provider(tmp_path, runner, keep_cluster=True).down()
+    assert runner.commands() == []
+    provider(tmp_path, runner).down()
+    kubeconfig = tmp_path / "state" / "mochaos" / "kubeconfig"
+    assert runner.commands()[-1] == f"kind delete cluster --name mochaos --kubeconfig {kubeconfig}"
+
+
+def test_missing_kind_is_an_infra_error_naming_the_install_command(tmp_path: Path) -> None:
+    runner = RecordingRunner()
+    p = KindProvider(
+        runner=runner,
+        engine=FakeEngine(),
+        state_dir=tmp_path,
+        search_path=tools_dir(tmp_path, "docker"),
+    )
+    with pytest.raises(InfraError) as info:
+        p.up()
+    assert str(info.value) == (
+        "kind not found on PATH: install it with `go install sigs.k8s.io/kind@v0.33.0`"
+    )
+    assert info.value.exit_code == EXIT_INFRA
+    assert runner.calls == []
+
+
+def test_missing_docker_cli_is_an_infra_error(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    p = KindProvider(runner=runner, state_dir=tmp_path, search_path=tools_dir(tmp_path, "kind"))
+    with pytest.raises(InfraError) as info:
+        p.up()
+    assert str(info.value) == (
+        "docker not found on PATH: install it with Docker Engine >= 20.10 "
+        "(e.g. `apt-get install docker.io`)"
+    )
+
+
+def test_unreachable_docker_engine_is_an_infra_error() -> None:
+    with pytest.raises(InfraError) as info:
+        DockerEngine(environment={"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"})
+    assert str(info.value).startswith("Docker engine not reachable (")
+    assert str(info.value).endswith(
+        ": start Docker (kind and MinIO need it) or use --cluster=local"
+    )
+
+
+def test_old_docker_engine_is_refused() -> None:
+    with pytest.raises(InfraError, match=r"^Docker Engine 19\.03\.12 is too old"):
+        check_engine(FakeEngine(version="19.03.12"))
+    assert check_engine(FakeEngine(version="20.10.0")) == "20.10.0"
+
+
+def test_a_failing_kind_create_is_an_infra_error_with_its_reason(tmp_path: Path) -> None:
+    failure = Result(("kind",), 1, "", "ERROR: failed to create cluster: node(s) already exist")
+    runner = RecordingRunner({"kind version": KIND_OK, "kind create cluster": failure})
+    with pytest.raises(InfraError) as info:
+        provider(tmp_path, runner).ensure_cluster()
+    assert str(info.value).startswith(
+        "kind create cluster mochaos failed (exit 1): failed to create cluster: node(s) already"
+    )
+
+
+# -- image references and pull progress ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ref", "parts"),
+    [
+        (
+            "matrixorigin/matrixone-operator:nightly-abc-20260601",
+            ("matrixorigin/matrixone-operator", "nightly-abc-20260601"),
+        ),
+        ("localhost:5000/mo/op:dev", ("localhost:5000/mo/op", "dev")),
+        ("localhost:5000/mo/op", ("localhost:5000/mo/op", "latest")),
+        ("busybox", ("busybox", "latest")),
+    ],
+    ids=["hub", "registry-with-port", "registry-with-port-no-tag", "bare-name"],
+)
+def test_split_ref(ref: str, parts: tuple[str, str]) -> None:
+    assert split_ref(ref) == parts
+
+
+def test_split_ref_refuses_digests() -> None:
+    with pytest.raises(UsageError, match="uses a digest"):
+        split_ref("repo/op@sha256:" + "0" * 64)
+
+
+def test_pull_progress_reports_finished_layers_and_status() -> None:
+    events = [
+        {"status": "Pulling from mo/op", "id": "dev"},
+        {"status": "Pulling fs layer", "id": "a"},
+        {"status": "Pulling fs layer", "id": "b"},
+        {"status": "Downloading", "id": "a", "progressDetail": {"current": 1, "total": 2}},
+        {"status": "Pull complete", "id": "a"},
+        {"status": "Already exists", "id": "b"},
+        {"status": "Digest: sha256:abc"},
+        {"status": "Status: Downloaded newer image for mo/op:dev"},
+    ]
+    assert list(pull_progress("mo/op:dev", events)) == [
+        "pulling mo/op:dev: 1/2 layers done",
+        "pulling mo/op:dev: 2/2 layers done",
+        "pulling mo/op:dev: Digest: sha256:abc",
+        "pulling mo/op:dev: Status: Downloaded newer image for mo/op:dev",
+    ]
+    with pytest.raises(InfraError, match="pulling x:y failed: manifest unknown"):
+        list(pull_progress("x:y", [{"error": "manifest unknown"}]))

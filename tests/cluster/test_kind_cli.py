@@ -1,0 +1,102 @@
+"""The real ``kind`` CLI on a machine whose Docker has no engine behind it.
+
+kind is built from its Go module (``sigs.k8s.io/kind@v0.33.0``) into the
+mo-chaos cache on first use; the children get a DOCKER_HOST that cannot
+answer, so on every machine kind fails the same way and the provider must
+turn that into a one-line InfraError (exit 3), never a test failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from chaos.cluster.commands import SubprocessRunner, check_version
+from chaos.cluster.kind import KIND, KIND_VERSION, KindProvider
+from chaos.errors import EXIT_INFRA, InfraError
+from chaos.paths import cache_dir
+
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"}
+
+
+class ClaimsToBeUp:
+    """An engine stand-in that says yes, so the real kind CLI is what fails."""
+
+    def server_version(self) -> str:
+        return "28.2.2"
+
+    def has_image(self, ref: str) -> bool:
+        return True
+
+    def pull(self, ref: str, *, progress) -> None:
+        raise AssertionError("no pull expected")
+
+    def exec(self, container: str, argv) -> tuple[int, str]:
+        return 0, ""
+
+
+@pytest.fixture(scope="module")
+def kind_dir() -> Path:
+    """A directory with the real kind CLI (go-installed into the cache when missing)."""
+    target = cache_dir() / "bin" / f"kind-{KIND_VERSION}"
+    if not (target / "kind").exists():
+        go = shutil.which("go")
+        if go is None:
+            pytest.skip("go is not installed: cannot build the kind CLI")
+        target.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            [go, "install", f"sigs.k8s.io/kind@{KIND_VERSION}"],
+            env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"cannot build kind from the Go module proxy: {proc.stderr[-200:]}")
+    return target
+
+
+def _provider(kind_dir: Path, tmp_path: Path) -> KindProvider:
+    return KindProvider(
+        name="mochaos-cli-test",
+        runner=SubprocessRunner(progress=None, env=NO_ENGINE, log_path=tmp_path / "cmd.log"),
+        engine=ClaimsToBeUp(),
+        state_dir=tmp_path,
+        search_path=f"{kind_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+
+
+def test_real_kind_version_passes_our_minimum(kind_dir: Path) -> None:
+    runner = SubprocessRunner(progress=None)
+    assert check_version(KIND, str(kind_dir / "kind"), runner=runner) == (0, 33, 0)
+
+
+def test_real_kind_without_a_docker_engine_is_an_infra_error(
+    kind_dir: Path, tmp_path: Path
+) -> None:
+    provider = _provider(kind_dir, tmp_path)
+    with pytest.raises(InfraError) as info:
+        provider.ensure_cluster()
+    text = str(info.value)
+    assert info.value.exit_code == EXIT_INFRA
+    assert "\n" not in text
+    assert text.startswith("kind get clusters failed (exit 1): ")
+    assert "Cannot connect to the Docker daemon at unix:///nonexistent/mochaos/docker.sock" in text
+    assert text.endswith(": check that Docker is running")
+    assert "kind get clusters" in (tmp_path / "cmd.log").read_text()
+
+
+def test_real_kind_load_of_a_missing_image_is_an_infra_error(
+    kind_dir: Path, tmp_path: Path
+) -> None:
+    provider = _provider(kind_dir, tmp_path)
+    with pytest.raises(InfraError) as info:
+        provider.load_image("mochaos/not-there:v0")
+    assert str(info.value).startswith(
+        "kind load docker-image mochaos/not-there:v0 failed (exit 1): "
+    )
