@@ -214,11 +214,16 @@ class Recorder:
                     return False
                 self._cond.wait(min(remaining, seconds - idle))
 
-    def wait_for_entry(self, match: Callable[[Entry], bool], *, timeout: float) -> Entry | None:
-        """Block until an entry appended from now on satisfies ``match``; None on timeout."""
+    def wait_for_entry(
+        self, match: Callable[[Entry], bool], *, timeout: float, since: int | None = None
+    ) -> Entry | None:
+        """Block until an entry satisfies ``match``; None on timeout.
+
+        Entries are considered from sequence number ``since`` (default: only new ones).
+        """
         deadline = time.monotonic() + timeout
         with self._cond:
-            seen = len(self._entries)
+            seen = len(self._entries) if since is None else since
             while True:
                 self.check_healthy()
                 for entry in self._entries[seen:]:
