@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from chaos import runstate
+from chaos.cleanup import delete_namespace
 from chaos.cluster import PROVIDERS, make_provider
 from chaos.errors import InfraError, MochaosError, UsageError
 from chaos.kube import check_reachable, new_api_client
@@ -303,7 +304,7 @@ def namespace(request: pytest.FixtureRequest, kube, cluster: Cluster, mochaos: R
     _wait_default_service_account(core, name)
     yield name
     try:
-        core.delete_namespace(name, propagation_policy="Background")
+        delete_namespace(kube, name)
     finally:
         runstate.unregister_namespace(name)
 
@@ -362,14 +363,9 @@ def _wait_default_service_account(core, namespace: str, timeout: float = 20.0) -
 
 
 def _delete_namespace_quietly(namespace: str, kubeconfig: Path) -> None:
-    from kubernetes import client
-
     api = new_api_client(kubeconfig, user_agent="mochaos/reaper")
     try:
-        client.CoreV1Api(api).delete_namespace(namespace, _request_timeout=5)
-    except client.ApiException as err:
-        if err.status != 404:
-            raise
+        delete_namespace(api, namespace)
     finally:
         api.close()
 
@@ -439,6 +435,7 @@ def scenario(
         operator_version=operator.version,
         cluster_provider=cluster.provider,
         k8s_version=cluster.version,
+        audit_log=cluster.audit_log,
     )
     sc = Scenario(
         api,

@@ -439,7 +439,7 @@ class ScenarioResult:
     verdicts: list[Verdict] = field(default_factory=list)
     finalize_retries: dict[str, int] = field(default_factory=dict)
     agent_migration_retries: int = 0
-    audit_counts: dict[str, int] = field(default_factory=dict)
+    audit_counts: dict[str, float] = field(default_factory=dict)
     bugs: list[str] = field(default_factory=list)
     duration: float = 0.0
     seed: int | None = None

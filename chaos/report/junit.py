@@ -64,6 +64,7 @@ def junit_properties(result: ScenarioResult) -> list[tuple[str, str]]:
     props.append(("bugs", ",".join(bug_ids(result))))
     if result.seed is not None:
         props.append(("seed", str(result.seed)))
+    props += [(f"audit.{k}", f"{v:g}") for k, v in sorted(result.audit_counts.items())]
     return props
 
 

@@ -13,12 +13,15 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kubernetes import client
 
 from chaos.errors import Inconclusive, InfraError
+from chaos.observe.audit import AuditSlice
 from chaos.observe.oplog import count_retries
 from chaos.observe.recorder import Recorder
 from chaos.scenario.actions import Actions, Fired
@@ -42,6 +45,10 @@ from chaos.types import (
     obj_labels,
 )
 
+AUDIT_TOLERANCE = 1
+"""Largest per-claim difference allowed between our record of the agent's patches and the
+audit log's (a patch in flight when the slice is read)."""
+
 MONITOR_PERIOD = 0.25
 """How often the invariants are evaluated during the run (seconds)."""
 
@@ -59,6 +66,7 @@ class RunInfo:
     operator_version: str = ""
     cluster_provider: str = ""
     k8s_version: str = ""
+    audit_log: Path | None = None
 
 
 @dataclass
@@ -143,6 +151,7 @@ class Scenario:
         self._on_result = on_result
         self._nodeid = nodeid
         self._started = time.monotonic()
+        self._audit = AuditSlice(run.audit_log) if run.audit_log else None
         self._monitor = _Monitor(recorder, self.options)
         self._monitor.start()
         self.result: ScenarioResult | None = None
@@ -360,6 +369,7 @@ class Scenario:
             duration=time.monotonic() - self._started,
             seed=self.run.seed,
         )
+        self.result.audit_counts = self._audit_counts(retries.migration_requests)
         self.result.message = failure_message(self.result, history, missed)
         if self._on_result is not None:
             self._on_result(self.result)
@@ -373,6 +383,23 @@ class Scenario:
         if result.outcome == "inconclusive":
             raise Inconclusive(result.message)
         return result
+
+    def _audit_counts(self, recorded: Counter[str]) -> dict[str, float]:
+        """The audit log's view, next to ours: agent patches must agree within one per claim."""
+        if self._audit is None:
+            return {}
+        agent = getattr(self.operator, "user_agent", "")
+        counts = self._audit.count(self.namespace, operator_user_agent=agent)
+        claims = set(recorded) | set(counts.agent_patches)
+        worst = max((abs(recorded[c] - counts.agent_patches[c]) for c in claims), default=0)
+        return {
+            "agent.patches.recorded": float(sum(recorded.values())),
+            "agent.patches.audit": float(sum(counts.agent_patches.values())),
+            "agent.patches.agree": 1.0 if worst <= AUDIT_TOLERANCE else 0.0,
+            "operator.writes": float(sum(counts.operator_writes.values())),
+            "framework.requests": float(counts.framework_requests),
+            "framework.rps": round(counts.framework_rps, 3),
+        }
 
     def _verify_windows(self, history: History) -> list[str]:
         missed = []
