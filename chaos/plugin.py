@@ -8,9 +8,11 @@ else lives in the layers; this module only wires them to pytest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -275,10 +277,16 @@ def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
 
 
 @pytest.fixture(scope="session")
-def cluster(cluster_provider: ClusterProvider) -> Cluster:
-    """A running cluster from the chosen provider (built and started on first use)."""
-    started = cluster_provider.up()
-    runstate.reap(_delete_namespace_quietly)
+def cluster(cluster_provider: ClusterProvider, pytestconfig: pytest.Config) -> Cluster:
+    """A running cluster from the chosen provider (built and started on first use).
+
+    Output capture is lifted meanwhile, so a first build's progress shows live.
+    """
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        started = cluster_provider.up()
+        for line in runstate.reap(_delete_namespace_quietly):
+            print(f"mo-chaos: {line}", file=sys.stderr)
     return started
 
 

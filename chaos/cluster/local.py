@@ -32,6 +32,7 @@ DEFAULT_NODES = 3
 NODE_PREFIX = "kwok-node"
 CREATE_TIMEOUT = 180.0
 READY_TIMEOUT = 60.0
+LOCK_TIMEOUT = 3600.0
 
 _AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -75,7 +76,8 @@ class LocalProvider:
 
     def _lock(self) -> FileLock:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.workdir / f"{self.cluster_name}.lock"), timeout=600)
+        # Long enough for a cold build by another process (xdist workers share one cluster).
+        return FileLock(str(self.workdir / f"{self.cluster_name}.lock"), timeout=LOCK_TIMEOUT)
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -425,26 +425,33 @@ class Scenario:
 
 
 def failure_message(result: ScenarioResult, history: History, missed: list[str]) -> str:
-    """The verdict in a few lines: invariants, objects, bug IDs and retry counts first."""
+    """The verdict in a few lines; the first alone names invariants, bugs and retry counts.
+
+    CI systems often show only the first line of a JUnit failure message, so it
+    carries the summary; the lines below give each violation's time and objects.
+    """
     failed = [v for v in result.verdicts if v.failed]
-    lines: list[str] = []
+    worst = max(result.finalize_retries.items(), key=lambda kv: kv[1], default=("-", 0))
+    retries = f"finalize retries max {worst[1]} ({worst[0]})"
     if failed:
-        lines.append(
-            f"{len(failed)} invariant(s) violated by {result.operator_target} "
-            f"(seed {result.seed}; replay with --chaos-seed={result.seed})"
+        ids = ", ".join(v.invariant for v in failed)
+        bugs = ",".join(result.bugs) or "-"
+        head = (
+            f"{len(failed)} invariant(s) violated by {result.operator_target}: {ids} "
+            f"[bugs {bugs}]; {retries}; seed {result.seed}"
         )
-        for v in failed:
-            lines.append("  " + _verdict_line(v, history.start))
     elif missed:
-        lines.append("INCONCLUSIVE: a fault missed its window:")
+        head = f"INCONCLUSIVE on {result.operator_target}: a fault missed its window; {retries}"
     else:
-        lines.append(f"all invariants held on {result.operator_target}")
-    retries = ", ".join(f"{k}={n}" for k, n in sorted(result.finalize_retries.items()))
-    lines.append(
-        f"  finalize retries: {retries or 'none'} (max {result.max_finalize_retries}); "
-        f"agent migration retries: {result.agent_migration_retries}"
-    )
+        head = f"all invariants held on {result.operator_target}; {retries}"
+    lines = [head]
+    lines += ["  " + _verdict_line(v, history.start) for v in failed]
     lines += [f"  {m}" for m in missed]
+    counts = ", ".join(f"{k}={n}" for k, n in sorted(result.finalize_retries.items()))
+    lines.append(
+        f"  finalize retries: {counts or 'none'}; agent migration retries: "
+        f"{result.agent_migration_retries}; replay with --chaos-seed={result.seed}"
+    )
     return "\n".join(lines)
 
 

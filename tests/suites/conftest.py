@@ -1,0 +1,75 @@
+"""Run the suites in a child pytest, as a user or CI would, and read what it reported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TIME_SCALE = "0.2"
+"""The model's intervals shrunk 5×, so a scenario takes seconds instead of minutes."""
+
+
+@dataclass
+class Case:
+    """One test case of the child run's JUnit file."""
+
+    name: str
+    outcome: str
+    properties: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass
+class SuiteRun:
+    """Exit status, JUnit cases and report folder of one child pytest run."""
+
+    exit_code: int
+    cases: dict[str, Case]
+    reports: Path
+    output: str
+
+    def case(self, name: str) -> Case:
+        """The case whose name is ``name`` (the test function name with parameters)."""
+        assert name in self.cases, f"{name} not in {sorted(self.cases)}\n{self.output[-3000:]}"
+        return self.cases[name]
+
+
+def read_junit(path: Path) -> dict[str, Case]:
+    """Cases of a JUnit XML file by test name."""
+    cases = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            el = tc.find(tag)
+            if el is not None:
+                outcome, message = tag, (el.get("message") or "") + "\n" + (el.text or "")
+        cases[tc.get("name")] = Case(tc.get("name"), outcome, props, message)
+    return cases
+
+
+def run_suites(tmp_path: Path, *args: str) -> SuiteRun:
+    """``pytest suites/ <args>`` in a child process with the shrunk time scale."""
+    junit = tmp_path / "junit.xml"
+    reports = tmp_path / "reports"
+    cmd = [
+        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+        "--time-scale", TIME_SCALE, "--junitxml", str(junit), "--reports-dir", str(reports),
+        *args,
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    output = proc.stdout + proc.stderr
+    cases = read_junit(junit) if junit.exists() else {}
+    return SuiteRun(proc.returncode, cases, reports, output)
+
+
+@pytest.fixture
+def suites(tmp_path: Path):
+    """Run the suites in a child pytest: ``suites("-k", "expr", "--operator", "model:fixed")``."""
+    return lambda *args: run_suites(tmp_path, *args)
