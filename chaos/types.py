@@ -425,6 +425,8 @@ Outcome: TypeAlias = Literal["passed", "failed", "inconclusive", "error"]
 class ScenarioResult:
     """Everything the reports need about one test, JSON-serialisable via ``to_dict``.
 
+    ``detection_latency`` gives, per failed invariant, the seconds from the violation
+    to its first detection by the continuous monitor during the run.
     ``outcome`` is the scenario's verdict: ``failed`` means the operator broke an
     invariant, ``inconclusive`` that a fault missed its window, ``error`` that
     the infrastructure failed (never the operator's fault).
@@ -440,6 +442,7 @@ class ScenarioResult:
     finalize_retries: dict[str, int] = field(default_factory=dict)
     agent_migration_retries: int = 0
     audit_counts: dict[str, float] = field(default_factory=dict)
+    detection_latency: dict[str, float] = field(default_factory=dict)
     bugs: list[str] = field(default_factory=list)
     duration: float = 0.0
     seed: int | None = None

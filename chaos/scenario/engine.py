@@ -370,6 +370,10 @@ class Scenario:
             seed=self.run.seed,
         )
         self.result.audit_counts = self._audit_counts(retries.migration_requests)
+        self.result.detection_latency = {
+            d.invariant: round(max(d.detected_at - d.violation_t, 0.0), 3)
+            for d in self._monitor.detections.values()
+        }
         self.result.message = failure_message(self.result, history, missed)
         if self._on_result is not None:
             self._on_result(self.result)
