@@ -6,21 +6,20 @@ import sys
 from pathlib import Path
 
 from chaos.errors import UsageError
+from chaos.model.profiles import ALIASES, PROFILES, valid_names
 from chaos.operator.install import apply_crds
 from chaos.operator.process import OperatorProcess
 from chaos.types import Cluster
-
-PROFILES = ("pre-587", "upstream", "eb9b356", "pr592", "fixed")
 
 
 class ModelTarget:
     """Installs our CRDs and starts ``python -m chaos.model`` per namespace."""
 
     def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
-        if profile not in PROFILES:
+        if profile not in PROFILES and profile not in ALIASES:
             raise UsageError(
                 f"unknown model profile {profile!r}",
-                hint=f"use one of: {', '.join('model:' + p for p in PROFILES)}",
+                hint=f"use model:<p> with p one of {valid_names()}",
             )
         self.profile = profile
         self.time_scale = time_scale

@@ -1,0 +1,1 @@
+"""The controller runtime the model's reconcilers run on: informers, work queues, the loop."""

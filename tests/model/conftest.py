@@ -1,0 +1,77 @@
+"""Fixtures of the model's cluster tests, on top of the plugin's ``cluster`` and ``namespace``.
+
+``scene`` writes and reads the test namespace straight from the apiserver; ``run_model``
+starts ``python -m chaos.model`` for it (stopped at teardown, before the namespace goes).
+The CRDs are applied once per session with server-side apply when the cluster lacks them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from chaos.model.kube import Kube, NotFound
+from chaos.operator.crd_source import crds
+from chaos.types import Cluster
+
+from .scene import SCALE, ModelProcess, Scene, start_model
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _established(api: Kube, name: str) -> bool:
+    try:
+        crd = api.request("GET", f"{CRD_PATH}/{name}")
+    except NotFound:
+        return False
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+@pytest.fixture(scope="session")
+def model_api(cluster: Cluster) -> Kube:
+    """An API client for the tests' own writes, with the CRDs in place."""
+    api = Kube(str(cluster.kubeconfig), user_agent="mochaos/test-model")
+    _, docs = crds()
+    for doc in docs:
+        name = doc["metadata"]["name"]
+        if not _established(api, name):
+            api.apply(f"{CRD_PATH}/{name}", doc, manager="mochaos-test-model")
+    deadline = time.monotonic() + 30
+    while not all(_established(api, d["metadata"]["name"]) for d in docs):
+        if time.monotonic() > deadline:
+            pytest.fail("the CNClaim/CNClaimSet/CNPool CRDs did not become Established")
+        time.sleep(0.1)
+    return api
+
+
+@pytest.fixture
+def scene(model_api: Kube, namespace: str) -> Scene:
+    """The test namespace, seen through the API."""
+    return Scene(model_api, namespace, scale=SCALE)
+
+
+@pytest.fixture
+def run_model(
+    cluster: Cluster, namespace: str, tmp_path: Path, model_api: Kube
+) -> Iterator[Callable[..., ModelProcess]]:
+    """Start the model (``run_model(profile, *extra_args)``) for the test namespace."""
+    started: list[ModelProcess] = []
+
+    def start(profile: str, *extra: str) -> ModelProcess:
+        model = start_model(
+            kubeconfig=cluster.kubeconfig,
+            namespace=namespace,
+            profile=profile,
+            workdir=tmp_path,
+            extra=extra,
+        )
+        started.append(model)
+        return model
+
+    yield start
+    for model in started:
+        model.stop()

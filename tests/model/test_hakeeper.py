@@ -1,0 +1,50 @@
+"""The score annotation (the model's query service) and the store UUID."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from chaos.model.hakeeper import HAKeeper, MissingScore, Score, read_score, store_uuid
+
+
+def pod(score: str | None = None, running: bool = True) -> dict:
+    annotations = {} if score is None else {"matrixorigin.io/score": score}
+    state = {"running": {"startedAt": "2026-01-01T00:00:00Z"}} if running else {"waiting": {}}
+    return {
+        "metadata": {"name": "p-1", "namespace": "ns", "annotations": annotations},
+        "spec": {},
+        "status": {"containerStatuses": [{"name": "main", "state": state}]},
+    }
+
+
+def test_score_formats() -> None:
+    assert read_score(pod('{"sessionCount":2,"pipelineCount":1}')) == Score(2, 1, 0)
+    assert read_score(pod("3")) == Score(sessions=3)
+    assert read_score(pod("")) == Score()
+
+
+def test_missing_score_is_the_operators_error() -> None:
+    with pytest.raises(MissingScore, match="connection annotation is empty"):
+        read_score(pod())
+
+
+def test_score_round_trip() -> None:
+    score = Score(sessions=1, started="2026-01-01T00:00:00Z")
+    assert read_score(pod(score.to_annotation())) == score
+    assert not score.safe_to_reclaim()
+    assert Score().safe_to_reclaim()
+
+
+def test_store_registered_when_main_container_runs() -> None:
+    assert HAKeeper().registered(pod())
+    assert not HAKeeper().registered(pod(running=False))
+
+
+def test_store_uuid_shape_and_inputs() -> None:
+    uuid = store_uuid(pod())
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", uuid)
+    other = pod()
+    other["spec"]["subdomain"] = "cn-headless"
+    assert store_uuid(other) != uuid

@@ -1,0 +1,88 @@
+"""CNPool controller: the pods it creates and the order in which it scales idle pods in;
+on a real cluster, that it keeps maxIdle idle pods and gives back surplus ones.
+"""
+
+from __future__ import annotations
+
+from functools import cmp_to_key
+
+from chaos.model.kube import POOLS
+from chaos.model.pool import pod_for_pool, pool_deletion_order
+
+from .fakes import pod
+from .scene import PHASE, labels
+
+
+def pool_pod(name: str, phase: str, created: str, claimed: bool = False) -> dict:
+    p = pod(name, **{PHASE: phase})
+    if claimed:
+        p["metadata"]["labels"]["pool.matrixorigin.io/claimed-by"] = "x"
+    p["metadata"]["creationTimestamp"] = created
+    return p
+
+
+def test_deletion_order_by_phase_then_claimed_then_newer() -> None:
+    pods = [
+        pool_pod("idle-old", "Idle", "2026-01-01T00:00:00Z"),
+        pool_pod("idle-new", "Idle", "2026-01-01T00:00:09Z"),
+        pool_pod("unknown", "Unknown", "2026-01-01T00:00:00Z"),
+        pool_pod("unknown-claimed", "Unknown", "2026-01-01T00:00:00Z", claimed=True),
+        pool_pod("terminating", "Terminating", "2026-01-01T00:00:00Z"),
+        pool_pod("bound", "Bound", "2026-01-01T00:00:00Z"),
+    ]
+    names = [p["metadata"]["name"] for p in sorted(pods, key=cmp_to_key(pool_deletion_order))]
+    assert names == ["terminating", "unknown", "unknown-claimed", "idle-new", "idle-old", "bound"]
+
+
+def test_pod_of_a_pool() -> None:
+    pool = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"podLabels": {"mochaos.io/pool": "p", PHASE: "Idle"}},
+    }
+    made = pod_for_pool(pool, "p-abcde")
+    assert labels(made) == {
+        "mochaos.io/pool": "p",
+        PHASE: "Unknown",
+        "pool.matrixorigin.io/pool-name": "p",
+        "lifecycle.apps.kruise.io/state": "Normal",
+        "matrixorigin.io/component": "CNSet",
+        "matrixorigin.io/instance": "p",
+        "matrixorigin.io/namespace": "ns",
+    }
+    owner = made["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "CNPool",
+        "p",
+        "u",
+        True,
+    )
+    assert made["spec"]["nodeSelector"] == {"type": "kwok"}
+    assert made["spec"]["tolerations"] == [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}]
+    assert "finalizers" not in made["metadata"]
+
+
+# ================================================================ on a real cluster
+
+
+def live_pods(scene) -> list[dict]:
+    return [p for p in scene.pods() if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_max_idle_option_overrides_the_pool(run_model, scene) -> None:
+    run_model("upstream", "--max-idle", "3")
+    scene.create_pool("p", max_idle=1)
+    pods = scene.idle_count(3)
+    assert all(p["spec"]["nodeName"].startswith("kwok-node") for p in pods)
+    assert all(p["metadata"]["name"].startswith("p-") for p in pods)
+    scene.holds("no more than 3 pods", lambda: len(live_pods(scene)) == 3, op_seconds=20)
+
+
+def test_surplus_idle_pods_are_terminated_and_deleted(run_model, scene) -> None:
+    model = run_model("upstream")
+    scene.create_pool("p", max_idle=3)
+    scene.idle_count(3)
+    scene.api.merge_patch(
+        POOLS, scene.namespace, "p", {"spec": {"strategy": {"scaleStrategy": {"maxIdle": 1}}}}
+    )
+    scene.wait("one pod left", lambda: len(live_pods(scene)) == 1, op_seconds=30)
+    assert sum(r["deleted"] for r in model.lines("scale-in CN Pool complete", name="p")) == 2

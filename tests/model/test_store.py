@@ -1,0 +1,128 @@
+"""cnstore: which pod events it follows; on a real cluster, that a drain waits for the
+sessions in the score annotation and gives up after the drain timeout.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from chaos.model.kube import PODS
+from chaos.model.store import DELETION_COST, wants_pod_event
+
+from .fakes import pod
+from .scene import PHASE, labels
+
+CN = {"matrixorigin.io/component": "CNSet"}
+
+
+def cn_pod(**annotations: str) -> dict:
+    p = pod("p", **CN)
+    p["metadata"]["annotations"] = dict(annotations)
+    return p
+
+
+def test_only_cn_pods() -> None:
+    assert wants_pod_event("ADDED", None, cn_pod())
+    assert not wants_pod_event("ADDED", None, pod("p"))
+    assert wants_pod_event("DELETED", cn_pod(), None)
+
+
+def test_label_and_deletion_changes_pass_status_changes_do_not() -> None:
+    old = cn_pod()
+    relabelled = copy.deepcopy(old)
+    relabelled["metadata"]["labels"]["x"] = "y"
+    assert wants_pod_event("MODIFIED", old, relabelled)
+    status = copy.deepcopy(old)
+    status["status"]["phase"] = "Failed"
+    assert not wants_pod_event("MODIFIED", old, status)
+    dying = copy.deepcopy(old)
+    dying["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert wants_pod_event("MODIFIED", old, dying)
+
+
+def test_stats_annotations_and_removals_do_not_pass() -> None:
+    old = cn_pod(keep="1")
+    stats = cn_pod(
+        keep="1",
+        **{"matrixorigin.io/score": "{}", "controller.kubernetes.io/pod-deletion-cost": "3"},
+    )
+    assert not wants_pod_event("MODIFIED", old, stats)
+    assert not wants_pod_event("MODIFIED", old, cn_pod())
+    assert wants_pod_event("MODIFIED", old, cn_pod(keep="2"))
+    assert wants_pod_event("MODIFIED", old, cn_pod(keep="1", extra="1"))
+
+
+# ================================================================ on a real cluster
+
+SCORE = "matrixorigin.io/score"
+
+
+def migrate_with_sessions(scene, model) -> tuple[str, str]:
+    """x bound to a source pod with one session, then migrated; (source, target)."""
+    scene.create_pool("p", max_idle=2)
+    scene.idle_count(2)
+    scene.create_claim("x", pool="p")
+    source = scene.bound_claim("x")["spec"]["podName"]
+    scene.settle(model, "x")
+    scene.api.merge_patch(
+        PODS, scene.namespace, source, {"metadata": {"annotations": {SCORE: '{"sessionCount":1}'}}}
+    )
+    scene.wait(
+        "cnstore keeps the deletion cost at the session count",
+        lambda: annotations(scene.pod(source)).get(DELETION_COST) == "1",
+        op_seconds=60,
+    )
+    target = next(p for p in scene.idle_pods() if p["metadata"]["name"] != source)
+    scene.migrate("x", target)
+    scene.wait(
+        "the source starts draining",
+        lambda: labels(scene.pod(source)).get(PHASE) == "Draining",
+        op_seconds=30,
+    )
+    return source, target["metadata"]["name"]
+
+
+def test_drain_waits_for_the_sessions_of_the_score(run_model, scene) -> None:
+    model = run_model("fixed")
+    source, target = migrate_with_sessions(scene, model)
+    scene.holds(
+        "a source with a session stays Draining past the minimum delay",
+        lambda: labels(scene.pod(source)).get(PHASE) == "Draining",
+        op_seconds=25,
+    )
+    scene.api.merge_patch(
+        PODS, scene.namespace, source, {"metadata": {"annotations": {SCORE: '{"sessionCount":0}'}}}
+    )
+    scene.wait(
+        "the source is back in the pool",
+        lambda: labels(scene.pod(source)).get(PHASE) == "Idle",
+        op_seconds=30,
+    )
+    scene.wait(
+        "the migration completes",
+        lambda: "sourcePod" not in scene.claim("x")["spec"],
+        op_seconds=30,
+    )
+    assert scene.claim("x")["status"]["store"]["string"] == target
+
+
+def test_drain_timeout_evicts_the_source(run_model, scene) -> None:
+    model = run_model("fixed", "--drain-timeout", "30")
+    source, _ = migrate_with_sessions(scene, model)
+    scene.wait(
+        "the source is evicted and deleted",
+        lambda: scene.pod(source) is None,
+        op_seconds=60,
+    )
+    assert model.lines(
+        "drain pool pod timeout, delete it to avoid workload intervention", name=source
+    )
+    scene.wait(
+        "the migration completes",
+        lambda: "sourcePod" not in scene.claim("x")["spec"],
+        op_seconds=30,
+    )
+
+
+def annotations(obj: dict | None) -> dict[str, str]:
+    return (obj or {}).get("metadata", {}).get("annotations") or {}
