@@ -399,7 +399,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
     if call.when == "call":
         item.mochaos_call = (report, exc)  # type: ignore[attr-defined]
+    elif call.when == "setup" and report.failed and "scenario" in item.fixturenames:
+        _write_setup_error(item, report)
     return report
+
+
+def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A scenario that never started still gets a result (outcome error) in the run."""
+    from chaos.report.rundir import create_run_dir, test_dir
+    from chaos.report.summary import write_result
+    from chaos.types import ScenarioResult
+
+    cfg = run_config(item.config)
+    result = ScenarioResult(
+        nodeid=item.nodeid,
+        outcome="error",
+        operator_target=cfg.operator,
+        cluster_provider=cfg.cluster,
+        seed=cfg.chaos_seed,
+        message=str(report.longrepr).strip().splitlines()[-1][:500] if report.longrepr else "",
+    )
+    write_result(test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid), result)
 
 
 # -- scenarios ----------------------------------------------------------------------
