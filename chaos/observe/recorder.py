@@ -123,6 +123,8 @@ class Recorder:
 
     def _on_event(self, kind: str, ev: RawEvent) -> None:
         meta = ev.obj.get("metadata") or {}
+        # managedFields is bookkeeping of server-side apply: large and never judged.
+        meta.pop("managedFields", None)
         self._append(
             lambda seq, t: Change(
                 seq=seq, t=t, kind=kind, event=ev.event, namespace=meta.get("namespace", ""),
