@@ -387,10 +387,11 @@ def _group_text(key: tuple[Any, ...], lines: list[LogRecord], start: float) -> s
 
 @dataclass
 class _Rows:
-    """Rows under construction; sorted by the seq of the entry they come from.
+    """Rows under construction; sorted by time, then by the seq of their entry.
 
-    The sort is stable and violation rows are added last, so a violation row
-    follows the row of the entry that violated.
+    Log lines carry the operator's own timestamp, watch events their receive time,
+    so time order reads naturally; the seq breaks ties, and violation rows are
+    added last, so at equal times a violation follows the entry that violated.
     """
 
     start: float
@@ -410,7 +411,7 @@ class _Rows:
         )
 
     def sorted(self) -> list[TimelineRow]:
-        return sorted(self.rows, key=lambda row: row.seq)
+        return sorted(self.rows, key=lambda row: (row.t, row.seq))
 
 
 def _attribute_writes(
