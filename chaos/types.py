@@ -8,12 +8,13 @@ in the package is built from these names; nothing here talks to an API.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import IO, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 # --------------------------------------------------------------------------
 # Well-known names of the operator's API (OPERATOR-BEHAVIOUR.md §2, §13)
@@ -249,16 +250,23 @@ class History(Sequence[Entry]):
         return state
 
     def to_jsonl(self, path: Path) -> None:
-        """Write the history as JSON lines (one entry per line)."""
-        with path.open("w", encoding="utf-8") as fh:
+        """Write the history as JSON lines (one entry per line; gzip when named ``*.gz``)."""
+        with _open_text(path, "w") as fh:
             for e in self._entries:
                 fh.write(json.dumps(entry_to_dict(e), sort_keys=True) + "\n")
 
     @classmethod
     def from_jsonl(cls, path: Path) -> History:
         """Read a history written by :meth:`to_jsonl`."""
-        with path.open(encoding="utf-8") as fh:
+        with _open_text(path, "r") as fh:
             return cls(entry_from_dict(json.loads(line)) for line in fh if line.strip())
+
+
+def _open_text(path: Path, mode: str) -> IO[str]:
+    """Open a text file, through gzip when its name ends in ``.gz``."""
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return path.open(mode, encoding="utf-8")
 
 
 # --------------------------------------------------------------------------

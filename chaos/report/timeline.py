@@ -45,6 +45,13 @@ _FINALIZE_MSGS = frozenset(
     }
 )
 _CLAIMSET_MSGS = frozenset({"sort claims to scale-in", "skip migrating claims from scale-in"})
+_CONTROLLER_KINDS = {
+    "cn-claim-manager": "CNClaim",
+    "cn-claimset-manager": "CNClaimSet",
+    "cn-pool-manager": "CNPool",
+    "cnstore": "Pod",
+}
+"""The reconciled kind of each operator controller (the ``controller`` log key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,8 +528,11 @@ def _log_rows(rows: _Rows, history: History) -> None:
         kinds[change.name].add(change.kind)
     groups: dict[tuple[Any, ...], list[LogRecord]] = {}
     for rec in history.logs():
+        controller_kind = _CONTROLLER_KINDS.get(str(rec.fields.get("controller", "")))
         if rec.msg in _CLAIMSET_MSGS:
             obj = object_ref("CNClaimSet", rec.name)
+        elif controller_kind is not None:
+            obj = object_ref(controller_kind, rec.name) if rec.name else "operator"
         else:
             seen = kinds.get(rec.name, set())
             kind = next((k for k in ("CNClaim", "CNClaimSet", "Pod") if k in seen), "CNClaim")
