@@ -133,6 +133,17 @@ class _Runner:
     progress: Progress
     started: float = field(default_factory=time.monotonic)
 
+    def __post_init__(self) -> None:
+        shown = self.progress
+
+        def both(line: str) -> None:
+            # Every progress line also goes to the build log, timestamped, for bench/.
+            shown(line)
+            with self.log_path.open("a", encoding="utf-8") as log:
+                log.write(f"[{datetime.now(UTC):%Y-%m-%dT%H:%M:%S.%fZ}] {line}\n")
+
+        self.progress = both
+
     def run(self, args: list[str], *, cwd: Path, label: str, module: str) -> str:
         """Run one command; raise BuildError with a one-line reason on failure."""
         t0 = time.monotonic()
@@ -347,6 +358,7 @@ def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict
     log_path = cache_dir() / "build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     runner = _Runner(log_path=log_path, progress=progress)
+    progress = runner.progress
     todo = [c for c in COMPONENTS if force or not c.is_built()]
     if not todo:
         progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'}")

@@ -310,7 +310,12 @@ class Scenario:
         while True:
             history = self.recorder.history()
             now = time.time()
-            last = max((c.t for c in history.changes() if c.kind in RECORDED_KINDS), default=0.0)
+            ours = {a.write_rv for a in history.actions() if a.write_rv is not None}
+            # Our own writes (the agent's retries) do not count as the system being busy.
+            last = max(
+                (c.t for c in history.changes() if c.kind in RECORDED_KINDS and c.rv not in ours),
+                default=0.0,
+            )
             if now - last >= quiet and not in_flight(history, now, o):
                 self.recorder.mark("settled")
                 return True
