@@ -220,3 +220,28 @@ def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
     for component, pid in pids.items():
         assert not is_our_process(pid, component), f"{component} (pid {pid}) still running"
     assert not provider.cluster_dir.exists()
+
+
+def test_watch_from_a_compacted_version_relists_without_losing_changes(probes, kube, namespace):
+    """A 410 Gone (the version is too old) makes the watcher relist and report the difference."""
+    args = ("test.mochaos.io", "v1", namespace, "probes")
+    seen: list[RawEvent] = []
+    stop = threading.Event()
+    watcher = KindWatcher(
+        kube, kind="Probe", namespace=namespace, emit=lambda k, e: seen.append(e), stop=stop,
+        list_call=lambda **kw: probes.list_namespaced_custom_object(*args, **kw),
+    )  # fmt: skip
+    watcher.initial_list()
+    probes.create_namespaced_custom_object(*args, _probe("kept"))
+    probes.create_namespaced_custom_object(*args, _probe("gone"))
+    watcher.known["gone"] = 1  # as if we had seen it long ago...
+    watcher.known["vanished"] = 1  # ...and another that was deleted while we were away
+    watcher.last_rv = 1  # far older than the apiserver's watch window: 410 Gone
+    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
+    thread.start()
+    _wait(lambda: watcher.relists >= 1 and len(seen) >= 3, timeout=15, what="a relist")
+    stop.set()
+    watcher.stop()
+    thread.join(timeout=5)
+    events = {(e.event, e.obj["metadata"]["name"]) for e in seen}
+    assert {("ADDED", "kept"), ("MODIFIED", "gone"), ("DELETED", "vanished")} <= events
