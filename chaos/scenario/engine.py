@@ -29,6 +29,7 @@ from chaos.scenario.agent import UnitAgent
 from chaos.scenario.predicates import Predicate, claim_bound, name_of
 from chaos.scenario.topology import cn_claim, cn_claimset, cn_pool
 from chaos.types import (
+    CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     PHASE_LABEL,
     ActionRecord,
@@ -233,7 +234,8 @@ class Scenario:
         if got is None:
             self.recorder.check_healthy()
             raise Inconclusive(
-                f"waited {timeout:.0f}s for {what or name_of(predicate)}; it never held"
+                f"waited {timeout:.0f}s for {what or name_of(predicate)}; it never held. "
+                f"Last seen: {describe_state(self.recorder.snapshot())}"
             )
         entry, state = got
         return Fired(name=what or name_of(predicate), entry=entry, rv=_rv_at(entry, state))
@@ -474,6 +476,26 @@ def _verdict_line(v: Verdict, start: float) -> str:
 
 
 # -- state helpers --------------------------------------------------------------------
+
+
+def describe_state(state: State, *, limit: int = 12) -> str:
+    """A one-line summary of claims and pods, for a wait that failed."""
+    claims = [
+        f"{n}={(c.get('status') or {}).get('phase') or '-'}"
+        f"({(c.get('spec') or {}).get('podName') or '-'}{', deleting' if obj_deleting(c) else ''})"
+        for n, c in sorted(state.all("CNClaim").items())
+    ]
+    pods = [
+        f"{n}={obj_labels(p).get(PHASE_LABEL) or '-'}"
+        f"{'/' + obj_labels(p)[CLAIMED_BY_LABEL] if CLAIMED_BY_LABEL in obj_labels(p) else ''}"
+        for n, p in sorted(state.all("Pod").items())
+    ]
+
+    def head(items: list[str]) -> str:
+        more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
+        return ", ".join(items[:limit]) + more if items else "none"
+
+    return f"claims: {head(claims)}; pods: {head(pods)}"
 
 
 def in_flight(history: History, now: float, options: CheckOptions) -> list[str]:
