@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from chaos.cluster import PROVIDERS
 from chaos.errors import MochaosError, UsageError
 
 
@@ -40,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("qualify", help="run the suites N times and give a verdict")
     q.add_argument("--operator", required=True, help="operator target, e.g. model:upstream")
-    q.add_argument("--cluster", default="local", help="cluster provider (default: local)")
+    q.add_argument(
+        "--cluster", default="local", choices=PROVIDERS, help="cluster provider (default: local)"
+    )
     q.add_argument("--repeat", type=int, default=3, help="runs per scenario (default: 3)")
     q.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     q.add_argument("--suites", type=Path, default=Path("suites"), help="suites directory")
@@ -70,8 +73,11 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _qualify(args: argparse.Namespace) -> int:
+    from chaos.operator import parse_target
     from chaos.report.qualify import qualify
 
+    # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
+    parse_target(args.operator)
     return qualify(
         operator=args.operator,
         cluster=args.cluster,

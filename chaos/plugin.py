@@ -12,7 +12,9 @@ import contextlib
 import os
 import re
 import secrets
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,9 +153,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+_INTERRUPTED = threading.Event()
+"""Set by Ctrl-C. A library may swallow the KeyboardInterrupt (the kubernetes client's
+pydantic-core validators, built on each API method's first call, drop one raised while
+they build), so the plugin raises it again at the end of the test phase."""
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _honour_interrupt() -> None:
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    """Stop the session after a Ctrl-C a library swallowed during setup."""
+    try:
+        return (yield)
+    finally:
+        _honour_interrupt()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Stop the session after a Ctrl-C a library swallowed during the test."""
+    try:
+        return (yield)
+    finally:
+        _honour_interrupt()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Parse options once (usage errors stop the run) and register markers."""
     config.addinivalue_line("markers", "scenario: a chaos scenario against an operator target")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
     config.addinivalue_line("markers", "model_only: needs the reference model (model: targets)")
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput["mochaos_run_id"] if workerinput else _new_run_id()

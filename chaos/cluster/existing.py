@@ -17,7 +17,7 @@ import yaml
 
 from chaos.cluster.commands import Progress, say
 from chaos.errors import UsageError
-from chaos.kube import new_api_client
+from chaos.kube import check_reachable, new_api_client
 from chaos.types import RUN_ID_LABEL, Cluster
 
 
@@ -87,12 +87,10 @@ class ExistingProvider:
     # -- ClusterProvider -----------------------------------------------------
 
     def up(self) -> Cluster:
-        """Check the cluster answers; never creates anything."""
-        from kubernetes import client
-
+        """Check the cluster answers (InfraError when not); never creates anything."""
         api = self._client_factory(self.kubeconfig, self.context)
         try:
-            version = client.VersionApi(api).get_code(_request_timeout=10).git_version
+            version = check_reachable(api, timeout=10)
         finally:
             api.close()
         return Cluster(

@@ -5,17 +5,22 @@ kube-scheduler and the kwok controller as plain processes, every one pointed at
 our cached binaries (kwokctl only downloads ``http(s)://`` sources), bound to
 127.0.0.1, with our kubectl first on PATH (kwokctl prefers whatever kubectl it
 finds) and an apiserver audit log. kwok's fake nodes make pods schedule, go
-Running, and really disappear when deleted.
+Running, and really disappear when deleted. ``MOCHAOS_CLUSTER_NAME`` picks
+another cluster than ``mochaos`` and ``MOCHAOS_APISERVER_PORT`` fixes the
+apiserver's port (kwokctl picks a free one otherwise).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +28,15 @@ import yaml
 from filelock import FileLock
 
 from chaos.cluster import build
-from chaos.errors import InfraError
+from chaos.errors import InfraError, UsageError
 from chaos.paths import state_dir
 from chaos.types import Cluster
 
 DEFAULT_NAME = "mochaos"
+NAME_ENV = "MOCHAOS_CLUSTER_NAME"
+PORT_ENV = "MOCHAOS_APISERVER_PORT"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+              "kwok-controller")  # fmt: skip
 DEFAULT_NODES = 3
 NODE_PREFIX = "kwok-node"
 CREATE_TIMEOUT = 180.0
@@ -52,16 +61,64 @@ def _say(line: str) -> None:
     print(f"mo-chaos: {line}", file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class StoppedComponent:
+    """How a stopped component of the local cluster was running, to start it again."""
+
+    component: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+def _port_from_env() -> int | None:
+    raw = os.environ.get(PORT_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise UsageError(
+            f"{PORT_ENV}={raw!r} is not a TCP port",
+            hint=f"set {PORT_ENV} to a free port (1-65535), or unset it for a random one",
+        )
+    return int(raw)
+
+
+def check_port_free(port: int) -> None:
+    """Raise InfraError naming ``port`` when something already listens on it (127.0.0.1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # The apiserver sets SO_REUSEADDR too: a port in TIME_WAIT is not taken.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                raise
+            raise InfraError(
+                f"apiserver port {port} on 127.0.0.1 is already in use",
+                hint=f"free it (`ss -ltnp 'sport = :{port}'` shows the owner) or set "
+                f"{PORT_ENV} to another port, or unset it for a random one",
+            ) from err
+
+
 class LocalProvider:
     """Starts, reuses and removes one named local cluster (see module docstring)."""
 
     name = "local"
 
-    def __init__(self, *, name: str = DEFAULT_NAME, nodes: int = DEFAULT_NODES) -> None:
-        self.cluster_name = name
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        nodes: int = DEFAULT_NODES,
+        apiserver_port: int | None = None,
+    ) -> None:
+        """``name`` defaults to $MOCHAOS_CLUSTER_NAME or ``mochaos``; ``apiserver_port`` to
+        $MOCHAOS_APISERVER_PORT or a free port kwokctl picks."""
+        self.cluster_name = name or os.environ.get(NAME_ENV) or DEFAULT_NAME
         self.nodes = nodes
+        self.apiserver_port = apiserver_port if apiserver_port is not None else _port_from_env()
         self.workdir = state_dir() / "kwok"
-        self.cluster_dir = self.workdir / "clusters" / name
+        self.cluster_dir = self.workdir / "clusters" / self.cluster_name
 
     # -- paths -------------------------------------------------------------
 
@@ -98,13 +155,67 @@ class LocalProvider:
             return self._cluster()
 
     def down(self) -> None:
-        """Stop every process of the cluster (by pid) and remove its data."""
+        """Stop every process of the cluster (by pid) and remove its data and kwokctl files."""
         with self._lock():
             self._delete()
+            for suffix in ("kwokctl.yaml", "kwokctl.log"):
+                (self.workdir / f"{self.cluster_name}.{suffix}").unlink(missing_ok=True)
 
     def load_image(self, ref: str) -> None:
         """kwok nodes run no containers: there is nothing to load."""
         _say(f"local cluster: image {ref} not needed (kwok nodes run no containers)")
+
+    # -- one component -----------------------------------------------------
+
+    def stop_component(self, component: str, *, grace: float = 5.0) -> StoppedComponent:
+        """Stop one running component (by its pid file, command line checked; SIGKILL after
+        ``grace`` seconds) and return how it ran, for :meth:`start_component`; the rest of
+        the cluster keeps running. An apiserver down for over ~10 s makes the scheduler and
+        controller-manager lose their leases and exit."""
+        if component not in COMPONENTS:
+            raise UsageError(
+                f"unknown component {component!r}", hint=f"use one of: {', '.join(COMPONENTS)}"
+            )
+        pid = self.running_pids().get(component)
+        if pid is None:
+            raise InfraError(
+                f"{component} of cluster {self.cluster_name} is not running",
+                hint="start the cluster first (python -m chaos cluster up)",
+            )
+        proc = Path(f"/proc/{pid}")
+        try:
+            environ = proc.joinpath("environ").read_bytes().split(b"\0")
+            saved = StoppedComponent(
+                component=component,
+                argv=_cmdline(pid),
+                env=dict(e.decode(errors="replace").split("=", 1) for e in environ if b"=" in e),
+                cwd=os.readlink(proc / "cwd"),
+            )
+        except OSError as err:
+            raise InfraError(
+                f"cannot read how {component} (pid {pid}) runs: {err.strerror}",
+                hint="mo-chaos must run as the user that started the cluster",
+            ) from err
+        _stop_pid(pid, component, grace=grace)
+        return saved
+
+    def start_component(self, saved: StoppedComponent, *, timeout: float = READY_TIMEOUT) -> int:
+        """Start a component stopped by :meth:`stop_component` exactly as it ran (log appended,
+        pid file updated); wait until the cluster answers again. Returns the new pid."""
+        log = self.cluster_dir / "logs" / f"{saved.component}.log"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                saved.argv,
+                env=saved.env,
+                cwd=saved.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        (self.cluster_dir / "pids" / f"{saved.component}.pid").write_text(f"{proc.pid}\n")
+        self._wait_ready(timeout)
+        return proc.pid
 
     # -- health ------------------------------------------------------------
 
@@ -173,6 +284,8 @@ class LocalProvider:
             "kubectlBinary": str(paths["kubectl"]),
             "kubeAuditPolicy": str(self._audit_policy_file()),
         }
+        if self.apiserver_port is not None:
+            options["kubeApiserverPort"] = self.apiserver_port
         doc = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
@@ -212,6 +325,8 @@ class LocalProvider:
         return proc.stdout
 
     def _create(self) -> None:
+        if self.apiserver_port is not None:
+            check_port_free(self.apiserver_port)
         self.workdir.mkdir(parents=True, exist_ok=True)
         _say(
             f"starting local cluster {self.cluster_name} (etcd, kube-apiserver, "
@@ -315,13 +430,21 @@ def is_our_process(pid: int, component: str) -> bool:
 
 
 def _stop_pid(pid: int, component: str, grace: float = 5.0) -> None:
-    """SIGTERM then SIGKILL one of our processes, verifying its command line first."""
+    """SIGTERM then SIGKILL one of our processes, verifying its command line first; returns
+    once it is gone."""
     if not is_our_process(pid, component):
         return
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not is_our_process(pid, component):
-            return
-        time.sleep(0.1)
+    if _gone_within(pid, component, grace):
+        return
     os.kill(pid, signal.SIGKILL)
+    _gone_within(pid, component, grace)
+
+
+def _gone_within(pid: int, component: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while is_our_process(pid, component):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -1,0 +1,160 @@
+"""Helpers of the safety tests: child pytest runs, their JUnit files, state files, processes.
+
+Most safety properties only show from outside: a child pytest is started (and
+interrupted, killed, or fed bad input) exactly as a user or CI would, and its
+exit status, JUnit file, state file and leftover processes are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chaos.cluster import build
+from chaos.cluster.local import LocalProvider
+from chaos.paths import state_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).resolve().parent / "child"
+TIME_SCALE = "0.2"
+SHORT_SCENARIO = "test_pod_lost_while_bound"
+"""The shortest suite scenario (pool, one claim, one pod deletion): ~25 s at --time-scale 0.2."""
+
+needs_binaries = pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
+
+
+@dataclass
+class Case:
+    """One test case of a JUnit file: outcome (passed/failure/error/skipped), message and
+    properties."""
+
+    name: str
+    outcome: str
+    message: str
+    text: str
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+def read_junit(path: Path) -> dict[str, Case]:
+    """Cases of a JUnit XML file by test name."""
+    cases = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        outcome, message, text = "passed", "", ""
+        for tag in ("failure", "error", "skipped"):
+            el = tc.find(tag)
+            if el is not None:
+                outcome, message, text = tag, el.get("message") or "", el.text or ""
+        props = {str(p.get("name")): str(p.get("value")) for p in tc.iter("property")}
+        cases[str(tc.get("name"))] = Case(str(tc.get("name")), outcome, message, text, props)
+    return cases
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment without pytest's own variables (xdist worker ids) and
+    KUBECONFIG, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KUBECONFIG"))}
+    return env | extra
+
+
+def pytest_command(tmp_path: Path, *args: str) -> list[str]:
+    """``python -m pytest <args>`` with a JUnit file and reports folder under ``tmp_path``."""
+    return [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+        "--time-scale", TIME_SCALE, "--junitxml", str(tmp_path / "junit.xml"),
+        "--reports-dir", str(tmp_path / "reports"), *args,
+    ]  # fmt: skip
+
+
+@dataclass
+class ChildRun:
+    """Exit status, JUnit cases and output of a finished child pytest."""
+
+    exit_code: int
+    cases: dict[str, Case]
+    output: str
+    reports: Path
+
+    def case(self, name: str) -> Case:
+        """The JUnit case called ``name``."""
+        assert name in self.cases, f"{name} not in {sorted(self.cases)}\n{self.output[-3000:]}"
+        return self.cases[name]
+
+    def run_dir(self) -> Path:
+        """The child run's report folder (reports/<run-id>)."""
+        return (self.reports / "latest").resolve()
+
+
+def run_child(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+              timeout: float = 600) -> ChildRun:  # fmt: skip
+    """Run a child pytest to its end (see :func:`pytest_command`)."""
+    proc = subprocess.run(
+        pytest_command(tmp_path, *args), cwd=ROOT, env=env or child_env(),
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    junit = tmp_path / "junit.xml"
+    cases = read_junit(junit) if junit.exists() else {}
+    return ChildRun(proc.returncode, cases, proc.stdout + proc.stderr, tmp_path / "reports")
+
+
+# -- state files and processes --------------------------------------------------------
+
+
+def state_file(pid: int) -> Path:
+    """The crash-safety state file of process ``pid``."""
+    return state_dir() / "runs" / f"{pid}.json"
+
+
+def read_state(pid: int) -> dict[str, Any]:
+    """The state file of ``pid`` ({} when absent or half-written)."""
+    try:
+        return json.loads(state_file(pid).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def cmdline(pid: int) -> list[str]:
+    """The command line of ``pid`` ([] when it is gone or a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [p.decode(errors="replace") for p in raw.split(b"\0") if p]
+
+
+def wait_until(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
+    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen within {timeout:.0f}s (last: {last!r})")
+
+
+# -- private local clusters ------------------------------------------------------------
+
+
+def private_cluster_name() -> str:
+    """A fresh cluster name that can never be the shared ``mochaos`` cluster."""
+    return f"mc-safety-{secrets.token_hex(3)}"
+
+
+def remove_private_cluster(name: str) -> None:
+    """Remove a private cluster, whatever state it is in, and its lock file."""
+    assert name.startswith("mc-safety-"), name
+    provider = LocalProvider(name=name)
+    provider.down()
+    (provider.workdir / f"{name}.lock").unlink(missing_ok=True)

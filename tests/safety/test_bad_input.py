@@ -1,0 +1,256 @@
+"""Bad input: one line saying what is wrong and what to do, reported as an error, never a
+failure; ``qualify`` exits 2 for a bad target and 3 when the runs themselves error.
+
+Each case runs the shortest suite scenario in a child pytest, as a user would.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chaos.cluster.local import LocalProvider
+from chaos.errors import UsageError
+from chaos.operator.binary_target import BinaryTarget
+from chaos.types import Cluster
+
+from .helpers import (
+    ROOT,
+    SHORT_SCENARIO,
+    ChildRun,
+    child_env,
+    cmdline,
+    needs_binaries,
+    private_cluster_name,
+    remove_private_cluster,
+    wait_until,
+)
+
+USAGE = "mo-chaos usage error: "
+INFRA = "mo-chaos infrastructure error: "
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port something is listening on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound once, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def kubeconfig(path: Path, server: str) -> Path:
+    """A kubeconfig with one context, ``dead``, pointing at ``server``."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "dead",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "not-a-secret"}}],
+                "contexts": [{"name": "dead", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    return path
+
+
+def path_without_go() -> str:
+    """$PATH minus every directory holding a ``go`` executable."""
+    dirs = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(d for d in dirs if not os.access(Path(d) / "go", os.X_OK))
+
+
+def one_line_error(run: ChildRun, kind: str, *needles: str) -> str:
+    """Assert the scenario is a JUnit error whose whole message is one line starting with
+    ``kind`` and containing ``needles``; return that line."""
+    case = run.case(SHORT_SCENARIO)
+    assert case.outcome == "error", (case, run.output[-2000:])
+    lines = case.text.strip().splitlines()
+    assert len(lines) == 1, case.text
+    line = lines[0]
+    assert line.startswith(kind), line
+    assert case.message == f'failed on setup with "{line}"', case.message
+    for needle in needles:
+        assert needle in line, (needle, line)
+    # "what is wrong: what to do": a hint after the reason.
+    assert ": " in line.removeprefix(kind), line
+    assert run.exit_code == 1, run.output[-2000:]
+    return line
+
+
+def suites(child, *args: str, env: dict[str, str] | None = None) -> ChildRun:
+    return child("suites", "-k", SHORT_SCENARIO, *args, env=env)
+
+
+def test_unknown_operator_scheme(child):
+    run = suites(child, "--operator=foo:bar")
+    one_line_error(run, USAGE, "unknown operator target 'foo:bar'", "use model:<profile>")
+
+
+def test_model_profile_that_does_not_exist(child):
+    run = suites(child, "--operator=model:nope")
+    one_line_error(run, USAGE, "unknown model profile 'nope'", "use model:")
+
+
+def test_missing_kubeconfig(child, tmp_path):
+    missing = tmp_path / "no-such-kubeconfig"
+    run = suites(child, "--cluster=existing", f"--kubeconfig={missing}", "--allow-context=dead")
+    one_line_error(run, USAGE, f"cannot read kubeconfig {missing}", "pass --kubeconfig")
+
+
+def test_context_missing_from_the_kubeconfig(child, tmp_path, closed_port):
+    config = kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port}")
+    run = suites(child, "--cluster=existing", f"--kubeconfig={config}", "--context=ghost",
+                 "--allow-context=ghost")  # fmt: skip
+    one_line_error(run, USAGE, "context 'ghost' is not in kubeconfig", "get-contexts")
+
+
+def test_context_not_allow_listed(child, tmp_path, closed_port):
+    config = kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port}")
+    run = suites(child, "--cluster=existing", f"--kubeconfig={config}")
+    one_line_error(run, USAGE, "context 'dead' is not allow-listed", "--allow-context=dead")
+
+
+def test_unreachable_apiserver(child, tmp_path, closed_port):
+    server = f"https://127.0.0.1:{closed_port}"
+    config = kubeconfig(tmp_path / "kubeconfig", server)
+    run = suites(child, "--cluster=existing", f"--kubeconfig={config}", "--allow-context=dead")
+    one_line_error(run, INFRA, f"apiserver {server} unreachable", "check the kubeconfig")
+
+
+def test_no_go_for_the_first_build(child, tmp_path):
+    env = child_env(PATH=path_without_go(), MOCHAOS_CACHE=str(tmp_path / "empty-cache"))
+    run = suites(child, env=env)
+    one_line_error(run, INFRA, "go not found", "install Go")
+    # The same from the command line: one line, non-zero exit.
+    proc = subprocess.run([sys.executable, "-m", "chaos", "cluster", "build"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "mo-chaos: go not found: install Go >= 1.26 and put it on PATH"
+    ]
+
+
+@needs_binaries
+def test_apiserver_port_already_taken(child, taken_port):
+    name = private_cluster_name()
+    env = child_env(MOCHAOS_CLUSTER_NAME=name, MOCHAOS_APISERVER_PORT=str(taken_port))
+    try:
+        run = suites(child, env=env)
+        one_line_error(run, INFRA, f"apiserver port {taken_port} on 127.0.0.1 is already in use",
+                       "MOCHAOS_APISERVER_PORT")  # fmt: skip
+        assert not LocalProvider(name=name).cluster_dir.exists(), "nothing may be started"
+    finally:
+        remove_private_cluster(name)
+
+
+def test_apiserver_port_setting_that_is_not_a_port(child, private_cluster):
+    env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster, MOCHAOS_APISERVER_PORT="80a")
+    run = suites(child, env=env)
+    one_line_error(run, USAGE, "MOCHAOS_APISERVER_PORT='80a' is not a TCP port", "unset it")
+
+
+@needs_binaries
+def test_operator_that_never_becomes_ready(child, tmp_path):
+    pid_file = tmp_path / "operator.pid"
+    binary = tmp_path / "never-ready"
+    binary.write_text(f"#!/bin/sh\necho $$ > {pid_file}\necho 'starting, never ready'\n"
+                      "exec sleep 600\n")  # fmt: skip
+    binary.chmod(0o755)
+    env = child_env(MOCHAOS_OPERATOR_READY_TIMEOUT="3")
+    run = suites(child, f"--operator=binary:{binary}", env=env)
+    one_line_error(run, INFRA, f"operator binary:{binary} not ready after 3s", "see its log")
+    pid = int(pid_file.read_text())
+    wait_until(lambda: not cmdline(pid), timeout=10, what=f"the operator (pid {pid}) stopping")
+
+
+def test_an_operator_binary_is_ready_on_its_starting_workers_line(tmp_path, monkeypatch):
+    # The control of the test above: the same kind of binary, logging controller-runtime's
+    # line, is ready, and gets the kubeconfig and namespace it must watch.
+    seen = tmp_path / "seen"
+    binary = tmp_path / "ready-operator"
+    binary.write_text(f'#!/bin/sh\necho "$KUBECONFIG $WATCH_NAMESPACE" > {seen}\n'
+                      'echo "INFO Starting workers"\nexec sleep 600\n')  # fmt: skip
+    binary.chmod(0o755)
+    monkeypatch.setenv("MOCHAOS_OPERATOR_READY_TIMEOUT", "10")
+    cluster = Cluster(name="c", provider="local", kubeconfig=tmp_path / "kubeconfig", version="v1")
+    running = BinaryTarget(path=binary).start(cluster, "mc-ns", tmp_path / "logs")
+    try:
+        assert running.pid is not None
+        assert seen.read_text().split() == [str(tmp_path / "kubeconfig"), "mc-ns"]
+    finally:
+        running.stop()
+    assert running.pid is None
+
+
+def test_a_bad_operator_ready_timeout_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOCHAOS_OPERATOR_READY_TIMEOUT", "soon")
+    binary = tmp_path / "op"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    with pytest.raises(UsageError, match="MOCHAOS_OPERATOR_READY_TIMEOUT='soon' is not a positive"):
+        BinaryTarget(path=binary)
+
+
+# -- qualify ---------------------------------------------------------------------------
+
+
+def qualify(tmp_path: Path, operator: str, *pytest_args: str,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    cmd = [
+        sys.executable, "-m", "chaos", "qualify", "--operator", operator, "--repeat", "1",
+        "-k", SHORT_SCENARIO, "--reports-dir", str(tmp_path / "qualify"),
+        "--", "--time-scale", "0.2", *pytest_args,
+    ]  # fmt: skip
+    return subprocess.run(cmd, cwd=ROOT, env=env or child_env(), capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("operator", "needle"),
+    [("foo:bar", "unknown operator target 'foo:bar'"), ("model:nope", "unknown model profile")],
+)
+def test_qualify_exits_2_on_a_bad_target_before_any_run(tmp_path, operator, needle):
+    proc = qualify(tmp_path, operator)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("mo-chaos: ") and needle in line, line
+    assert not (tmp_path / "qualify").exists(), "no run may start"
+
+
+@needs_binaries
+def test_qualify_exits_3_when_the_runs_hit_an_infrastructure_error(tmp_path, taken_port):
+    name = private_cluster_name()
+    env = child_env(MOCHAOS_CLUSTER_NAME=name, MOCHAOS_APISERVER_PORT=str(taken_port))
+    try:
+        proc = qualify(tmp_path, "model:fixed", env=env)
+    finally:
+        remove_private_cluster(name)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "1 error" in proc.stdout, proc.stdout
+
+
+def test_qualify_exits_3_on_bad_input_found_inside_the_runs(tmp_path):
+    # A usage error only the child pytest can see (its --kubeconfig): the runs error, and
+    # qualify cannot tell usage from infrastructure there (see the report's proposal).
+    missing = tmp_path / "no-such-kubeconfig"
+    proc = qualify(tmp_path, "model:fixed", f"--kubeconfig={missing}", "--allow-context=dead",
+                   "--cluster=existing")  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr

@@ -1,0 +1,135 @@
+"""The crash reaper: what a dead run left behind is stopped, and only that.
+
+State files are written by hand into a private state dir, so each case controls
+exactly which owner is dead and which pid still runs which command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from chaos import runstate
+from chaos.cleanup import delete_namespace
+from chaos.types import RUN_ID_LABEL
+
+from .helpers import cmdline, wait_until
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private state dir: the reaper sees only this test's files."""
+    monkeypatch.setenv("MOCHAOS_STATE", str(tmp_path / "state"))
+    return tmp_path / "state" / "runs"
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A process of ours that would run for a minute."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    wait_until(lambda: len(cmdline(proc.pid)) == 3, timeout=10, what="the sleeper starting")
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited."""
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    return probe.pid
+
+
+def write_state(runs: Path, *, owner: int, owner_cmdline: list[str],
+                pids: dict[int, list[str]], namespaces: dict[str, str]) -> Path:  # fmt: skip
+    runs.mkdir(parents=True, exist_ok=True)
+    path = runs / f"{owner}.json"
+    data = {
+        "owner": owner,
+        "owner_cmdline": owner_cmdline,
+        "pids": {str(p): c for p, c in pids.items()},
+        "namespaces": namespaces,
+    }
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_dead_runs_process_is_stopped_and_its_namespaces_deleted(state, sleeper):
+    path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"],
+                       pids={sleeper.pid: cmdline(sleeper.pid)},
+                       namespaces={"mc-stale": "/kubeconfig"})  # fmt: skip
+    deleted: list[tuple[str, Path]] = []
+    lines = runstate.reap(lambda ns, kc: deleted.append((ns, kc)))
+    assert sleeper.wait(timeout=10) == -9
+    assert deleted == [("mc-stale", Path("/kubeconfig"))]
+    assert not path.exists()
+    assert any(f"stale process {sleeper.pid}" in line for line in lines), lines
+
+
+def test_a_pid_now_running_another_command_is_left_alone(state, sleeper):
+    # The pid was reused by an unrelated process: the command line does not match.
+    path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"],
+                       pids={sleeper.pid: [sys.executable, "-m", "chaos.model"]},
+                       namespaces={})  # fmt: skip
+    runstate.reap(lambda ns, kc: None)
+    assert sleeper.poll() is None, "a process that is not ours was killed"
+    assert not path.exists()
+
+
+def test_a_live_runs_state_is_not_touched(state, sleeper):
+    me = os.getpid()
+    path = write_state(state, owner=me, owner_cmdline=cmdline(me),
+                       pids={sleeper.pid: cmdline(sleeper.pid)},
+                       namespaces={"mc-live": "/kubeconfig"})  # fmt: skip
+    deleted: list[str] = []
+    assert runstate.reap(lambda ns, kc: deleted.append(ns)) == []
+    assert sleeper.poll() is None
+    assert deleted == []
+    assert path.exists()
+
+
+def test_state_follows_register_and_unregister(state):
+    me = os.getpid()
+    runstate.register_pid(12345, ["x"])
+    runstate.register_namespace("mc-a", Path("/kc"))
+    data = json.loads((state / f"{me}.json").read_text())
+    assert data["owner_cmdline"] == cmdline(me)
+    assert data["pids"] == {"12345": ["x"]} and data["namespaces"] == {"mc-a": "/kc"}
+    runstate.unregister_pid(12345)
+    runstate.unregister_namespace("mc-a")
+    assert not (state / f"{me}.json").exists(), "an empty state file must go"
+
+
+def test_the_reaper_never_deletes_a_namespace_mochaos_did_not_label(kube, cluster, state):
+    # A state file (corrupt, or from another cluster behind the same kubeconfig) naming a
+    # namespace that is not ours: the reaper must leave it alone.
+    core = client.CoreV1Api(kube)
+    name = f"mc-safety-foreign-{secrets.token_hex(2)}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"team": "someone-else"}}})
+    try:
+        write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
+                    namespaces={name: str(cluster.kubeconfig)})  # fmt: skip
+
+        def delete(namespace: str, kubeconfig: Path) -> None:
+            delete_namespace(kube, namespace)
+
+        lines = runstate.reap(delete)
+        ns = core.read_namespace(name)
+        assert ns.metadata.deletion_timestamp is None, "a foreign namespace was deleted"
+        assert any(f"could not delete stale namespace {name}" in line for line in lines), lines
+        assert any(RUN_ID_LABEL in line for line in lines), lines
+    finally:
+        try:
+            core.delete_namespace(name)
+        except ApiException as err:
+            assert err.status == 404
