@@ -2,16 +2,26 @@
 
 After the scenario's epilogue (all claim sets scaled to 0, ``Marker("epilogue")``)
 the state at ``min(history end, epilogue + finalize_timeout)`` must have every
-pool pod Idle, Draining, Terminating or gone, and no CNClaim left at all.
+pool pod Idle, Draining, Terminating, being deleted or gone, and no CNClaim left at
+all. A pod still ``Unknown`` is one the pool just created and the store has not
+registered yet: warming up, not leaked.
 """
 
 from __future__ import annotations
 
 from chaos.invariants.base import InvariantBase
 from chaos.invariants.facts import CLAIM, POD, World, finalizers, pod_phase, ref
-from chaos.types import POOL_NAME_LABEL, Change, CheckOptions, History, Verdict, obj_labels
+from chaos.types import (
+    POOL_NAME_LABEL,
+    Change,
+    CheckOptions,
+    History,
+    Verdict,
+    obj_deleting,
+    obj_labels,
+)
 
-RELEASED_PHASES = frozenset({"Idle", "Draining", "Terminating"})
+RELEASED_PHASES = frozenset({"Idle", "Draining", "Terminating", "Unknown"})
 
 
 class NoLeakedPods(InvariantBase):
@@ -40,7 +50,9 @@ class NoLeakedPods(InvariantBase):
         leaked = {
             name: pod_phase(pod) or "-"
             for name, pod in sorted(world.state.all(POD).items())
-            if POOL_NAME_LABEL in obj_labels(pod) and pod_phase(pod) not in RELEASED_PHASES
+            if POOL_NAME_LABEL in obj_labels(pod)
+            and pod_phase(pod) not in RELEASED_PHASES
+            and not obj_deleting(pod)
         }
         claims = {
             name: ", ".join(finalizers(claim)) or "no finalizers"

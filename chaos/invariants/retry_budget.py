@@ -3,11 +3,14 @@
 Counts, per claim, the operator's ``finalize CNClaim`` log records (one per
 Finalize pass), and, per object, its error-level records. More than
 ``retry_budget`` of either within any ``retry_window`` seconds is a hot loop;
-the violation is the record that exceeded the budget.
+the violation is the record that exceeded the budget. Errors that only say
+the apiserver could not be reached are the infrastructure's, not a hot loop of
+the operator's, and are not counted.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from chaos.invariants.base import InvariantBase
@@ -16,6 +19,12 @@ from chaos.types import CheckOptions, History, LogRecord, Verdict
 
 FINALIZE_MSG = "finalize CNClaim"
 ERROR_LEVELS = frozenset({"error", "dpanic", "panic", "fatal"})
+UNREACHABLE = re.compile(
+    r"connection refused|connection reset|dial tcp|i/o timeout|no route to host|"
+    r"Max retries exceeded|RemoteDisconnected|server is currently unable|EOF",
+    re.IGNORECASE,
+)
+"""Error texts of an apiserver that is down or restarting."""
 
 
 class RetryBudget(InvariantBase):
@@ -35,7 +44,7 @@ class RetryBudget(InvariantBase):
             if record.msg == FINALIZE_MSG:
                 kinds.append("finalize")
                 finalizes += 1
-            if record.level.lower() in ERROR_LEVELS:
+            if record.level.lower() in ERROR_LEVELS and not _unreachable(record):
                 kinds.append("error")
                 errors += 1
             for kind in kinds:
@@ -67,6 +76,10 @@ class RetryBudget(InvariantBase):
                 f"last: {last}"
             ),
         )
+
+
+def _unreachable(record: LogRecord) -> bool:
+    return bool(UNREACHABLE.search(f"{record.msg} {record.fields.get('error', '')}"))
 
 
 INVARIANT = RetryBudget()

@@ -309,6 +309,9 @@ class Scenario:
             max(o.finalize_timeout, o.migration_timeout) + self.ts(30) + 5
         )  # fmt: skip
         deadline = time.monotonic() + timeout
+        # After an apiserver outage nothing arrives while the watches reconnect: catch up
+        # first, or the silence would pass for calm.
+        self.recorder.barrier(timeout=timeout)
         while True:
             history = self.recorder.history()
             now = time.time()

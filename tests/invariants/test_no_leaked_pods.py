@@ -77,3 +77,10 @@ def test_state_is_judged_one_finalize_timeout_after_the_epilogue():
     short = epilogue(delete_x=False)
     short.at(130).marker("settled")
     assert INVARIANT.check(short.build(), OPTIONS).violation.t == 130
+
+
+def test_a_pod_still_warming_up_is_not_a_leak():
+    b = epilogue()
+    b.at(105).pod("N", phase="Unknown")
+    ticks(b, 112, 200, every=10)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"

@@ -63,3 +63,11 @@ def test_error_records_per_object_fail_over_budget():
     for t in range(11):
         b.at(t).log("cache not synced, wait", name="S1", level="info")
     assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_errors_of_an_unreachable_apiserver_are_not_a_hot_loop():
+    unreachable = 'Get "https://127.0.0.1:32764/api": dial tcp 127.0.0.1:32764: connection refused'
+    b = HistoryBuilder()
+    for t in range(11):
+        b.at(t * 0.05).log("Reconciler error", name="S1", level="error", error=unreachable)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
