@@ -346,7 +346,7 @@ def namespace(request: pytest.FixtureRequest, kube, cluster: Cluster, mochaos: R
     core = client.CoreV1Api(kube)
     body = {"metadata": {"name": name, "labels": {RUN_ID_LABEL: mochaos.run_id}}}
     core.create_namespace(body)
-    runstate.register_namespace(name, cluster.kubeconfig)
+    runstate.register_namespace(name, cluster.kubeconfig, cluster.context)
     _wait_default_service_account(core, name)
     yield name
     try:
@@ -408,8 +408,8 @@ def _wait_default_service_account(core, namespace: str, timeout: float = 20.0) -
     )
 
 
-def _delete_namespace_quietly(namespace: str, kubeconfig: Path) -> None:
-    api = new_api_client(kubeconfig, user_agent="mochaos/reaper")
+def _delete_namespace_quietly(namespace: str, kubeconfig: Path, context: str | None) -> None:
+    api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
         delete_namespace(api, namespace)
     finally:

@@ -73,9 +73,10 @@ def unregister_pid(pid: int) -> None:
     _update(lambda d: d["pids"].pop(str(pid), None))
 
 
-def register_namespace(namespace: str, kubeconfig: Path) -> None:
-    """Remember a namespace we created (until :func:`unregister_namespace`)."""
-    _update(lambda d: d["namespaces"].__setitem__(namespace, str(kubeconfig)))
+def register_namespace(namespace: str, kubeconfig: Path, context: str | None = None) -> None:
+    """Remember a namespace we created, and where (until :func:`unregister_namespace`)."""
+    where = {"kubeconfig": str(kubeconfig), "context": context}
+    _update(lambda d: d["namespaces"].__setitem__(namespace, where))
 
 
 def unregister_namespace(namespace: str) -> None:
@@ -88,8 +89,11 @@ def _owner_alive(data: dict[str, Any]) -> bool:
     return owner > 0 and _cmdline(owner) == data.get("owner_cmdline")
 
 
-def reap(delete_namespace: Callable[[str, Path], None]) -> list[str]:
-    """Clean up after dead runs; return one line per thing reaped."""
+def reap(delete_namespace: Callable[[str, Path, str | None], None]) -> list[str]:
+    """Clean up after dead runs; return one line per thing reaped.
+
+    ``delete_namespace(namespace, kubeconfig, context)`` deletes one stale namespace.
+    """
     done: list[str] = []
     for path in sorted(_runs_dir().glob("*.json")):
         data = _read(path)
@@ -102,9 +106,9 @@ def reap(delete_namespace: Callable[[str, Path], None]) -> list[str]:
                 os.kill(pid, signal.SIGKILL)
                 _wait_gone(pid)
                 done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
-        for namespace, kubeconfig in data.get("namespaces", {}).items():
+        for namespace, where in data.get("namespaces", {}).items():
             try:
-                delete_namespace(namespace, Path(kubeconfig))
+                delete_namespace(namespace, Path(where["kubeconfig"]), where.get("context"))
                 done.append(f"deleted stale namespace {namespace}")
             except Exception as err:  # a gone cluster is fine: nothing left to reap
                 done.append(f"could not delete stale namespace {namespace}: {err}")

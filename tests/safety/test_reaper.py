@@ -51,7 +51,7 @@ def dead_pid() -> int:
 
 
 def write_state(runs: Path, *, owner: int, owner_cmdline: list[str],
-                pids: dict[int, list[str]], namespaces: dict[str, str]) -> Path:  # fmt: skip
+                pids: dict[int, list[str]], namespaces: dict[str, dict]) -> Path:  # fmt: skip
     runs.mkdir(parents=True, exist_ok=True)
     path = runs / f"{owner}.json"
     data = {
@@ -67,11 +67,12 @@ def write_state(runs: Path, *, owner: int, owner_cmdline: list[str],
 def test_a_dead_runs_process_is_stopped_and_its_namespaces_deleted(state, sleeper):
     path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"],
                        pids={sleeper.pid: cmdline(sleeper.pid)},
-                       namespaces={"mc-stale": "/kubeconfig"})  # fmt: skip
-    deleted: list[tuple[str, Path]] = []
-    lines = runstate.reap(lambda ns, kc: deleted.append((ns, kc)))
+                       namespaces={"mc-stale": {"kubeconfig": "/kubeconfig",
+                                                "context": "dev"}})  # fmt: skip
+    deleted: list[tuple[str, Path, str | None]] = []
+    lines = runstate.reap(lambda ns, kc, ctx: deleted.append((ns, kc, ctx)))
     assert sleeper.wait(timeout=10) == -9
-    assert deleted == [("mc-stale", Path("/kubeconfig"))]
+    assert deleted == [("mc-stale", Path("/kubeconfig"), "dev")]
     assert not path.exists()
     assert any(f"stale process {sleeper.pid}" in line for line in lines), lines
 
@@ -81,7 +82,7 @@ def test_a_pid_now_running_another_command_is_left_alone(state, sleeper):
     path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"],
                        pids={sleeper.pid: [sys.executable, "-m", "chaos.model"]},
                        namespaces={})  # fmt: skip
-    runstate.reap(lambda ns, kc: None)
+    runstate.reap(lambda ns, kc, ctx: None)
     assert sleeper.poll() is None, "a process that is not ours was killed"
     assert not path.exists()
 
@@ -90,9 +91,9 @@ def test_a_live_runs_state_is_not_touched(state, sleeper):
     me = os.getpid()
     path = write_state(state, owner=me, owner_cmdline=cmdline(me),
                        pids={sleeper.pid: cmdline(sleeper.pid)},
-                       namespaces={"mc-live": "/kubeconfig"})  # fmt: skip
+                       namespaces={"mc-live": {"kubeconfig": "/kubeconfig"}})  # fmt: skip
     deleted: list[str] = []
-    assert runstate.reap(lambda ns, kc: deleted.append(ns)) == []
+    assert runstate.reap(lambda ns, kc, ctx: deleted.append(ns)) == []
     assert sleeper.poll() is None
     assert deleted == []
     assert path.exists()
@@ -104,7 +105,8 @@ def test_state_follows_register_and_unregister(state):
     runstate.register_namespace("mc-a", Path("/kc"))
     data = json.loads((state / f"{me}.json").read_text())
     assert data["owner_cmdline"] == cmdline(me)
-    assert data["pids"] == {"12345": ["x"]} and data["namespaces"] == {"mc-a": "/kc"}
+    assert data["pids"] == {"12345": ["x"]}
+    assert data["namespaces"] == {"mc-a": {"kubeconfig": "/kc", "context": None}}
     runstate.unregister_pid(12345)
     runstate.unregister_namespace("mc-a")
     assert not (state / f"{me}.json").exists(), "an empty state file must go"
@@ -118,9 +120,9 @@ def test_the_reaper_never_deletes_a_namespace_mochaos_did_not_label(kube, cluste
     core.create_namespace({"metadata": {"name": name, "labels": {"team": "someone-else"}}})
     try:
         write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
-                    namespaces={name: str(cluster.kubeconfig)})  # fmt: skip
+                    namespaces={name: {"kubeconfig": str(cluster.kubeconfig)}})  # fmt: skip
 
-        def delete(namespace: str, kubeconfig: Path) -> None:
+        def delete(namespace: str, kubeconfig: Path, context: str | None) -> None:
             delete_namespace(kube, namespace)
 
         lines = runstate.reap(delete)
