@@ -155,7 +155,8 @@ def _span(start: float | None, end: float | None) -> float | None:
 def figures_from_log(log: Path) -> dict[str, Any]:
     """First-build figures of the last build in ``log``, timed by file modification times.
 
-    The log has no timestamps: a binary's mtime ends its ``go build``, the wrapper
+    Concurrent builds interleave their timestamped progress lines in the log, so the
+    times come from files instead: a binary's mtime ends its ``go build``, the wrapper
     module's go.sum ends its resolution, the ``.complete`` stamp ends its component.
     What starts the first component is unknown, so its resolution has no time.
     """
@@ -197,7 +198,7 @@ def figures_from_log(log: Path) -> dict[str, Any]:
         previous_end = done
     return {
         "source": f"last complete build in {log}; times from file modification times "
-        "(the log has no timestamps): binaries, wrapper go.sum, .complete stamps",
+        "(concurrent builds interleave in the log): binaries, wrapper go.sum, .complete stamps",
         "components": components,
         "total_seconds": _span(started, previous_end),
         "total_excludes": f"{components[0]['component']} module resolution (start unknown)",

@@ -13,12 +13,12 @@ import json
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from chaos.paths import state_dir
+from chaos.procs import cmdline, wait_gone
 
 _LOCK = threading.Lock()
 
@@ -27,14 +27,6 @@ def _runs_dir() -> Path:
     path = state_dir() / "runs"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [p.decode(errors="replace") for p in raw.split(b"\0") if p]
 
 
 def _own_file() -> Path:
@@ -51,7 +43,7 @@ def _read(path: Path) -> dict[str, Any]:
 def _update(change: Callable[[dict[str, Any]], None]) -> None:
     with _LOCK:
         path = _own_file()
-        data = _read(path) or {"owner": os.getpid(), "owner_cmdline": _cmdline(os.getpid())}
+        data = _read(path) or {"owner": os.getpid(), "owner_cmdline": cmdline(os.getpid())}
         data.setdefault("pids", {})
         data.setdefault("namespaces", {})
         change(data)
@@ -86,7 +78,7 @@ def unregister_namespace(namespace: str) -> None:
 
 def _owner_alive(data: dict[str, Any]) -> bool:
     owner = int(data.get("owner", 0))
-    return owner > 0 and _cmdline(owner) == data.get("owner_cmdline")
+    return owner > 0 and cmdline(owner) == data.get("owner_cmdline")
 
 
 def reap(delete_namespace: Callable[[str, Path, str | None], None]) -> list[str]:
@@ -101,10 +93,10 @@ def reap(delete_namespace: Callable[[str, Path, str | None], None]) -> list[str]
             continue
         for pid_s, command in data.get("pids", {}).items():
             pid = int(pid_s)
-            if _cmdline(pid) == command:
+            if cmdline(pid) == command:
                 os.kill(pid, signal.SIGCONT)
                 os.kill(pid, signal.SIGKILL)
-                _wait_gone(pid)
+                wait_gone(lambda pid=pid: bool(cmdline(pid)), 5.0)
                 done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
         for namespace, where in data.get("namespaces", {}).items():
             try:
@@ -114,9 +106,3 @@ def reap(delete_namespace: Callable[[str, Path, str | None], None]) -> list[str]
                 done.append(f"could not delete stale namespace {namespace}: {err}")
         path.unlink(missing_ok=True)
     return done
-
-
-def _wait_gone(pid: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while _cmdline(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)

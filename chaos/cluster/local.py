@@ -30,6 +30,7 @@ from filelock import FileLock
 from chaos.cluster import build
 from chaos.errors import InfraError, UsageError
 from chaos.paths import state_dir
+from chaos.procs import cmdline, wait_gone
 from chaos.types import Cluster
 
 DEFAULT_NAME = "mochaos"
@@ -187,7 +188,7 @@ class LocalProvider:
             environ = proc.joinpath("environ").read_bytes().split(b"\0")
             saved = StoppedComponent(
                 component=component,
-                argv=_cmdline(pid),
+                argv=cmdline(pid),
                 env=dict(e.decode(errors="replace").split("=", 1) for e in environ if b"=" in e),
                 cwd=os.readlink(proc / "cwd"),
             )
@@ -415,17 +416,9 @@ class LocalProvider:
         )
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
 def is_our_process(pid: int, component: str) -> bool:
     """True when pid is alive and its command line is the component's binary."""
-    cmd = _cmdline(pid)
+    cmd = cmdline(pid)
     return bool(cmd) and component in Path(cmd[0]).name
 
 
@@ -442,9 +435,4 @@ def _stop_pid(pid: int, component: str, grace: float = 5.0) -> None:
 
 
 def _gone_within(pid: int, component: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while is_our_process(pid, component):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return wait_gone(lambda: is_our_process(pid, component), seconds)

@@ -123,15 +123,6 @@ def read_state(pid: int) -> dict[str, Any]:
         return {}
 
 
-def cmdline(pid: int) -> list[str]:
-    """The command line of ``pid`` ([] when it is gone or a zombie)."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [p.decode(errors="replace") for p in raw.split(b"\0") if p]
-
-
 def wait_until(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
     """Poll ``check`` until it returns something truthy; fail naming ``what``."""
     deadline = time.monotonic() + timeout

@@ -19,6 +19,7 @@ import yaml
 from chaos.cluster.local import LocalProvider
 from chaos.errors import UsageError
 from chaos.operator.binary_target import BinaryTarget
+from chaos.procs import cmdline
 from chaos.types import Cluster
 
 from .helpers import (
@@ -26,7 +27,6 @@ from .helpers import (
     SHORT_SCENARIO,
     ChildRun,
     child_env,
-    cmdline,
     needs_binaries,
     private_cluster_name,
     remove_private_cluster,

@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from chaos.procs import cmdline
 from chaos.types import GROUP, RUN_ID_LABEL, VERSION
 
 from .helpers import (
@@ -23,7 +24,6 @@ from .helpers import (
     ROOT,
     SHORT_SCENARIO,
     child_env,
-    cmdline,
     needs_binaries,
     pytest_command,
     read_state,

@@ -20,9 +20,10 @@ from kubernetes.client.rest import ApiException
 
 from chaos import runstate
 from chaos.cleanup import delete_namespace
+from chaos.procs import cmdline
 from chaos.types import RUN_ID_LABEL
 
-from .helpers import cmdline, wait_until
+from .helpers import wait_until
 
 
 @pytest.fixture
