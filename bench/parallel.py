@@ -13,10 +13,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from chaos.report.junit import read_junit
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTCOMES = ("passed", "failure", "error", "skipped")
@@ -34,11 +35,7 @@ class Run:
 
 def read_verdicts(junit: Path) -> dict[str, str]:
     """Test name -> passed / failure / error / skipped, from a JUnit XML file."""
-    verdicts = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        tags = [t for t in ("failure", "error", "skipped") if case.find(t) is not None]
-        verdicts[str(case.get("name"))] = tags[0] if tags else "passed"
-    return verdicts
+    return {name: case.outcome for name, case in read_junit(junit).items()}
 
 
 def run_suites(workers: int, *, out: Path, operator: str, time_scale: float, seed: int,

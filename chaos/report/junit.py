@@ -1,4 +1,4 @@
-"""JUnit XML: the per-test properties mo-chaos records, our schema, and merging.
+"""JUnit XML: the per-test properties mo-chaos records, our schema, merging and reading.
 
 Properties travel on each ``<testcase>`` (pytest's ``record_property``), which
 needs ``junit_family = xunit1``; the schema in ``junit.xsd`` is what CI readers
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,35 @@ def junit_properties(result: ScenarioResult) -> list[tuple[str, str]]:
         props.append(("seed", str(result.seed)))
     props += [(f"audit.{k}", f"{v:g}") for k, v in sorted(result.audit_counts.items())]
     return props
+
+
+@dataclass(frozen=True, slots=True)
+class JUnitCase:
+    """One ``<testcase>`` as a CI reader sees it."""
+
+    name: str
+    outcome: str
+    """passed, failure, error or skipped."""
+    message: str = ""
+    """The failure/error/skipped element's ``message`` attribute."""
+    text: str = ""
+    """That element's text (the traceback or the skip reason)."""
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+def read_junit(path: Path) -> dict[str, JUnitCase]:
+    """The test cases of a JUnit XML file by test name (a later duplicate name wins)."""
+    cases: dict[str, JUnitCase] = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        outcome, message, text = "passed", "", ""
+        for tag in ("failure", "error", "skipped"):
+            el = tc.find(tag)
+            if el is not None:
+                outcome, message, text = tag, el.get("message") or "", el.text or ""
+        props = {str(p.get("name")): str(p.get("value")) for p in tc.iter("property")}
+        name = str(tc.get("name"))
+        cases[name] = JUnitCase(name, outcome, message, text, props)
+    return cases
 
 
 @cache

@@ -4,7 +4,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from chaos.report.junit import SCHEMA_PATH, junit_properties, merge_junit, validate_junit
+from chaos.report.junit import (
+    SCHEMA_PATH,
+    JUnitCase,
+    junit_properties,
+    merge_junit,
+    read_junit,
+    validate_junit,
+)
 from chaos.types import ScenarioResult, Verdict
 
 pytest_plugins = ["pytester"]
@@ -92,21 +99,19 @@ def test_skipped():
 """
 
 
-def _testcases(path):
-    root = ET.parse(path).getroot()
-    return {
-        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-        for case in root.iter("testcase")
-    }
-
-
-def _check_properties(cases):
+def _check_properties(cases: dict[str, JUnitCase]):
     assert set(cases) == {f"test_scenario[{n}]" for n in range(4)} | {"test_skipped"}
     for n in range(4):
-        props = cases[f"test_scenario[{n}]"]
+        case = cases[f"test_scenario[{n}]"]
+        assert case.outcome == ("failure" if n == 3 else "passed")
+        props = case.properties
         assert props["seed"] == str(n)
         assert props["retries.finalize.x"] == str(10 + n)
         assert props["verdict"] == ("failed" if n == 3 else "passed")
+    assert "finalizer-completes failed" in cases["test_scenario[3]"].message
+    assert "AssertionError" in cases["test_scenario[3]"].text
+    skipped = cases["test_skipped"]
+    assert (skipped.outcome, skipped.message) == ("skipped", "no epilogue")
 
 
 def test_pytest_junitxml_carries_the_properties_and_validates(pytester):
@@ -115,7 +120,7 @@ def test_pytest_junitxml_carries_the_properties_and_validates(pytester):
     result.assert_outcomes(passed=3, failed=1, skipped=1)
     result.stdout.no_fnmatch_line("*incompatible with junit_family*")
     out = pytester.path / "out.xml"
-    _check_properties(_testcases(out))
+    _check_properties(read_junit(out))
     validate_junit(out)
 
 
@@ -127,7 +132,7 @@ def test_properties_survive_xdist(pytester):
     result.assert_outcomes(passed=3, failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*2 workers*"])
     out = pytester.path / "out.xml"
-    _check_properties(_testcases(out))
+    _check_properties(read_junit(out))
     validate_junit(out)
 
 

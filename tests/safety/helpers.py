@@ -13,9 +13,8 @@ import secrets
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 from chaos.cluster import build
 from chaos.cluster.local import LocalProvider
 from chaos.paths import state_dir
+from chaos.report.junit import JUnitCase, read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "child"
@@ -32,32 +32,6 @@ SHORT_SCENARIO = "test_pod_lost_while_bound"
 """The shortest suite scenario (pool, one claim, one pod deletion): ~25 s at --time-scale 0.2."""
 
 needs_binaries = pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
-
-
-@dataclass
-class Case:
-    """One test case of a JUnit file: outcome (passed/failure/error/skipped), message and
-    properties."""
-
-    name: str
-    outcome: str
-    message: str
-    text: str
-    properties: dict[str, str] = field(default_factory=dict)
-
-
-def read_junit(path: Path) -> dict[str, Case]:
-    """Cases of a JUnit XML file by test name."""
-    cases = {}
-    for tc in ET.parse(path).getroot().iter("testcase"):
-        outcome, message, text = "passed", "", ""
-        for tag in ("failure", "error", "skipped"):
-            el = tc.find(tag)
-            if el is not None:
-                outcome, message, text = tag, el.get("message") or "", el.text or ""
-        props = {str(p.get("name")): str(p.get("value")) for p in tc.iter("property")}
-        cases[str(tc.get("name"))] = Case(str(tc.get("name")), outcome, message, text, props)
-    return cases
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -81,11 +55,11 @@ class ChildRun:
     """Exit status, JUnit cases and output of a finished child pytest."""
 
     exit_code: int
-    cases: dict[str, Case]
+    cases: dict[str, JUnitCase]
     output: str
     reports: Path
 
-    def case(self, name: str) -> Case:
+    def case(self, name: str) -> JUnitCase:
         """The JUnit case called ``name``."""
         assert name in self.cases, f"{name} not in {sorted(self.cases)}\n{self.output[-3000:]}"
         return self.cases[name]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from chaos.report.junit import JUnitCase, read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME_SCALE = "0.2"
@@ -16,42 +17,18 @@ TIME_SCALE = "0.2"
 
 
 @dataclass
-class Case:
-    """One test case of the child run's JUnit file."""
-
-    name: str
-    outcome: str
-    properties: dict[str, str] = field(default_factory=dict)
-    message: str = ""
-
-
-@dataclass
 class SuiteRun:
     """Exit status, JUnit cases and report folder of one child pytest run."""
 
     exit_code: int
-    cases: dict[str, Case]
+    cases: dict[str, JUnitCase]
     reports: Path
     output: str
 
-    def case(self, name: str) -> Case:
+    def case(self, name: str) -> JUnitCase:
         """The case whose name is ``name`` (the test function name with parameters)."""
         assert name in self.cases, f"{name} not in {sorted(self.cases)}\n{self.output[-3000:]}"
         return self.cases[name]
-
-
-def read_junit(path: Path) -> dict[str, Case]:
-    """Cases of a JUnit XML file by test name."""
-    cases = {}
-    for tc in ET.parse(path).getroot().iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in tc.iter("property")}
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            el = tc.find(tag)
-            if el is not None:
-                outcome, message = tag, (el.get("message") or "") + "\n" + (el.text or "")
-        cases[tc.get("name")] = Case(tc.get("name"), outcome, props, message)
-    return cases
 
 
 def run_suites(tmp_path: Path, *args: str) -> SuiteRun:

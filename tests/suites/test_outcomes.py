@@ -57,7 +57,7 @@ def test_seed_on_upstream_fails_with_the_bug_report_violations(suites):
     assert _max_in_window(history, "finalize CNClaim", stuck, WINDOW) >= 20
     # The failure message's first line names invariants, bugs and retry counts; the next
     # lines name each violation's objects.
-    first, *rest = case.message.strip().splitlines()
+    first, *rest = f"{case.message}\n{case.text}".strip().splitlines()
     assert "finalizer-completes" in first and "B1" in first, first
     assert "finalize retries max" in first and stuck in first, first
     assert any(f"CNClaim/{stuck}" in line for line in rest[:6]), rest[:6]
