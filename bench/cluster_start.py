@@ -22,10 +22,10 @@ from typing import Any
 
 import figures
 
-from chaos.cluster import build
-from chaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
-from chaos.errors import InfraError, UsageError
-from chaos.paths import cache_dir
+from mochaos.cluster import build
+from mochaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
+from mochaos.errors import InfraError, UsageError
+from mochaos.paths import cache_dir
 
 BENCH_NAME = "mochaos-bench"
 COLD_BUILD_MIN_FREE = 6 * 2**30
@@ -163,13 +163,13 @@ def figures_from_log(log: Path) -> dict[str, Any]:
     if not log.is_file():
         raise InfraError(
             f"no build log at {log}",
-            hint="build once with `python -m chaos cluster build`, or pass --cold-build",
+            hint="build once with `python -m mochaos cluster build`, or pass --cold-build",
         )
     runs = sessions(parse_log(log.read_text(encoding="utf-8", errors="replace")))
     if not runs or not _is_complete(runs[-1]):
         raise InfraError(
             f"the last build in {log} did not finish",
-            hint="run `python -m chaos cluster build`, or pass --cold-build",
+            hint="run `python -m mochaos cluster build`, or pass --cold-build",
         )
     last = runs[-1]
     components: list[dict[str, Any]] = []

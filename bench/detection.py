@@ -20,9 +20,9 @@ from typing import Any
 
 import figures
 
-from chaos.errors import InfraError, UsageError
-from chaos.report.rundir import LATEST, new_run_id
-from chaos.report.summary import SUMMARY_FILE
+from mochaos.errors import InfraError, UsageError
+from mochaos.report.rundir import LATEST, new_run_id
+from mochaos.report.summary import SUMMARY_FILE
 
 KEYWORD = "test_scalein_during_migration and not race and not sweep"
 SEED_INVARIANTS = ("finalizer-completes", "no-label-residue", "scalein-skips-migrating")

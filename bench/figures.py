@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from chaos.errors import MochaosError, UsageError
-from chaos.report.rundir import new_run_id
+from mochaos.errors import MochaosError, UsageError
+from mochaos.report.rundir import new_run_id
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "reports" / "bench"

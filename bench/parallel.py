@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from chaos.report.junit import read_junit
+from mochaos.report.junit import read_junit
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTCOMES = ("passed", "failure", "error", "skipped")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaos.cluster.existing import ExistingProvider
-from chaos.errors import EXIT_USAGE, UsageError
-from chaos.types import RUN_ID_LABEL
+from mochaos.cluster.existing import ExistingProvider
+from mochaos.errors import EXIT_USAGE, UsageError
+from mochaos.types import RUN_ID_LABEL
 
 
 @pytest.fixture

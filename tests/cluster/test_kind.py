@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaos.cluster.commands import RecordingRunner, Result
-from chaos.cluster.kind import (
+from mochaos.cluster.commands import RecordingRunner, Result
+from mochaos.cluster.kind import (
     AUDIT_POLICY,
     NODE_IMAGE,
     NODE_LOG_DIR,
@@ -24,7 +24,7 @@ from chaos.cluster.kind import (
     pull_progress,
     split_ref,
 )
-from chaos.errors import EXIT_INFRA, InfraError, UsageError
+from mochaos.errors import EXIT_INFRA, InfraError, UsageError
 
 KIND_OK = "kind v0.33.0 go1.26.8 linux/amd64\n"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from chaos.cluster.commands import SubprocessRunner, check_version
-from chaos.cluster.kind import KIND, KIND_VERSION, KindProvider
-from chaos.errors import EXIT_INFRA, InfraError
-from chaos.paths import cache_dir
+from mochaos.cluster.commands import SubprocessRunner, check_version
+from mochaos.cluster.kind import KIND, KIND_VERSION, KindProvider
+from mochaos.errors import EXIT_INFRA, InfraError
+from mochaos.paths import cache_dir
 
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.cluster.commands import (
+from mochaos.cluster.commands import (
     RecordingRunner,
     Result,
     SubprocessRunner,
@@ -19,9 +19,9 @@ from chaos.cluster.commands import (
     require_tool,
     wait_for,
 )
-from chaos.cluster.kind import KIND
-from chaos.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
-from chaos.operator.helm import HELM
+from mochaos.cluster.kind import KIND
+from mochaos.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from mochaos.operator.helm import HELM
 
 PY = sys.executable
 

@@ -10,9 +10,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from chaos.cluster import build
-from chaos.cluster.local import LocalProvider, is_our_process
-from chaos.observe.watching import KindWatcher, RawEvent
+from mochaos.cluster import build
+from mochaos.cluster.local import LocalProvider, is_our_process
+from mochaos.observe.watching import KindWatcher, RawEvent
 
 PROBE_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from chaos.cluster.minio import (
+from mochaos.cluster.minio import (
     ACCESS_KEY,
     BUCKET,
     MINIO_IMAGE,
@@ -17,8 +17,8 @@ from chaos.cluster.minio import (
     S3Store,
     minio_secret,
 )
-from chaos.errors import InfraError
-from chaos.types import RUN_ID_LABEL
+from mochaos.errors import InfraError
+from mochaos.types import RUN_ID_LABEL
 
 STORE = S3Store("http://172.18.0.9:9000", BUCKET, ACCESS_KEY, SECRET_KEY, "docker")
 
@@ -180,7 +180,7 @@ def test_in_cluster_minio_manifests() -> None:
 
 
 def test_in_cluster_minio_is_accepted_by_the_local_apiserver_local(kube, namespace) -> None:
-    from chaos.cluster.commands import apply_objects
+    from mochaos.cluster.commands import apply_objects
 
     docs = InClusterMinio(api_client=kube, run_id="r7", namespace=namespace).manifests()
     namespaced = [d for d in docs if d["kind"] != "Namespace"]

@@ -1,1 +1,1 @@
-"""Tests of chaos.invariants over hand-written histories."""
+"""Tests of mochaos.invariants over hand-written histories."""

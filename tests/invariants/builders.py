@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chaos.types import (
+from mochaos.types import (
     API_VERSION,
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,

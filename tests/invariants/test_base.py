@@ -1,6 +1,6 @@
 """Deadline bookkeeping shared by the time-based invariants."""
 
-from chaos.invariants.base import Deadlines
+from mochaos.invariants.base import Deadlines
 
 
 def test_obligation_expires_only_after_its_deadline():

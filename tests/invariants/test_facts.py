@@ -1,6 +1,6 @@
 """Object facts, attribution and the replayed World the invariants share."""
 
-from chaos.invariants.facts import (
+from mochaos.invariants.facts import (
     World,
     claim_refs,
     claim_set,
@@ -9,7 +9,7 @@ from chaos.invariants.facts import (
     spec_pod,
     store_pod,
 )
-from chaos.types import CLAIMSET_LABEL
+from mochaos.types import CLAIMSET_LABEL
 
 from .builders import HistoryBuilder, bind
 

@@ -1,7 +1,7 @@
 """finalizer-completes: a deleting claim is gone within finalize_timeout (B1)."""
 
-from chaos.invariants import evaluate, get
-from chaos.types import CLAIM_FINALIZER, CheckOptions
+from mochaos.invariants import evaluate, get
+from mochaos.types import CLAIM_FINALIZER, CheckOptions
 
 from .builders import HistoryBuilder, bind
 

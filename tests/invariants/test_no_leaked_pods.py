@@ -1,7 +1,7 @@
 """no-leaked-pods: after the epilogue, pool pods are released and no CNClaim is left."""
 
-from chaos.invariants import evaluate, get
-from chaos.types import CLAIM_FINALIZER, CheckOptions
+from mochaos.invariants import evaluate, get
+from mochaos.types import CLAIM_FINALIZER, CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
 

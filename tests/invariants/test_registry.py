@@ -1,12 +1,12 @@
-"""chaos.invariants: ALL, get and evaluate."""
+"""mochaos.invariants: ALL, get and evaluate."""
 
 import dataclasses
 
 import pytest
 
-from chaos.errors import UsageError
-from chaos.invariants import ALL, evaluate, get
-from chaos.types import CheckOptions, History, Invariant
+from mochaos.errors import UsageError
+from mochaos.invariants import ALL, evaluate, get
+from mochaos.types import CheckOptions, History, Invariant
 
 from .builders import HistoryBuilder, bind
 

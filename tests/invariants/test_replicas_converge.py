@@ -1,7 +1,7 @@
 """replicas-converge: CNClaimSet status reaches spec.replicas within the timeout."""
 
-from chaos.invariants import get
-from chaos.types import CheckOptions
+from mochaos.invariants import get
+from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, ticks
 

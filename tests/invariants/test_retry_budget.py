@@ -1,7 +1,7 @@
 """retry-budget: finalize passes per claim and error records per object stay within budget."""
 
-from chaos.invariants import get
-from chaos.types import CheckOptions
+from mochaos.invariants import get
+from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder
 

@@ -1,7 +1,7 @@
 """single-binding: the operator never adds a reference to a pod another live claim holds."""
 
-from chaos.invariants import get
-from chaos.types import CheckOptions
+from mochaos.invariants import get
+from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind
 

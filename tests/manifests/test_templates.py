@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaos.cluster.commands import MANIFESTS, render_manifest
-from chaos.errors import UsageError
-from chaos.types import RUN_ID_LABEL
+from mochaos.cluster.commands import MANIFESTS, render_manifest
+from mochaos.errors import UsageError
+from mochaos.types import RUN_ID_LABEL
 
 TEMPLATES = sorted(p for p in MANIFESTS.rglob("*.yaml") if "${" in p.read_text())
 PLAIN = sorted(p for p in MANIFESTS.rglob("*.yaml") if "${" not in p.read_text())

@@ -1,7 +1,7 @@
 """Fixtures of the model's cluster tests, on top of the plugin's ``cluster`` and ``namespace``.
 
 ``scene`` writes and reads the test namespace straight from the apiserver; ``run_model``
-starts ``python -m chaos.model`` for it (stopped at teardown, before the namespace goes).
+starts ``python -m mochaos.model`` for it (stopped at teardown, before the namespace goes).
 The CRDs are applied once per session with server-side apply when the cluster lacks them.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from chaos.model.kube import Kube, NotFound
-from chaos.operator.crd_source import crds
-from chaos.types import Cluster
+from mochaos.model.kube import Kube, NotFound
+from mochaos.operator.crd_source import crds
+from mochaos.types import Cluster
 
 from .scene import SCALE, ModelProcess, Scene, start_model
 

@@ -12,9 +12,9 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from chaos.model.kube import Conflict, Kind, NotFound, Obj
-from chaos.model.logs import Logger
-from chaos.model.runtime.context import Context
+from mochaos.model.kube import Conflict, Kind, NotFound, Obj
+from mochaos.model.logs import Logger
+from mochaos.model.runtime.context import Context
 
 
 class ListSink:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from chaos.model.kube import CLAIMS, CLAIMSETS, PODS, POOLS, Kube, NotFound, Obj
+from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, POOLS, Kube, NotFound, Obj
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ MIN_WAIT = 2.0
 
 @dataclass
 class ModelProcess:
-    """A running ``python -m chaos.model``."""
+    """A running ``python -m mochaos.model``."""
 
     proc: subprocess.Popen
     log_path: Path
@@ -101,7 +101,7 @@ def start_model(
     cmd = [
         sys.executable,
         "-m",
-        "chaos.model",
+        "mochaos.model",
         "--profile",
         profile,
         "--kubeconfig",

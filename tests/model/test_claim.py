@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.model.claim import ClaimActor, claims_for_pod, pod_claim_index, priority_order
-from chaos.model.hakeeper import HAKeeper
-from chaos.model.kube import CLAIMS, PODS
-from chaos.model.profiles import get_profile
-from chaos.model.runtime.context import ReSync
-from chaos.model.timing import Timing
+from mochaos.model.claim import ClaimActor, claims_for_pod, pod_claim_index, priority_order
+from mochaos.model.hakeeper import HAKeeper
+from mochaos.model.kube import CLAIMS, PODS
+from mochaos.model.profiles import get_profile
+from mochaos.model.runtime.context import ReSync
+from mochaos.model.timing import Timing
 
 from .fakes import FakeClient, ListSink, claim, context, pod
 from .scene import ModelProcess, Scene, labels

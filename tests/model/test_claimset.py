@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.model.claimset import ClaimSetActor, scale_in_order, split_claims
-from chaos.model.kube import CLAIMS, CLAIMSETS, PODS
-from chaos.model.profiles import get_profile
-from chaos.model.timing import Timing, parse_time
+from mochaos.model.claimset import ClaimSetActor, scale_in_order, split_claims
+from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS
+from mochaos.model.profiles import get_profile
+from mochaos.model.timing import Timing, parse_time
 
 from .fakes import FakeClient, ListSink, claim, context, pod
 from .scene import CLAIMED_BY, labels

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from chaos.model.hakeeper import HAKeeper, MissingScore, Score, read_score, store_uuid
+from mochaos.model.hakeeper import HAKeeper, MissingScore, Score, read_score, store_uuid
 
 
 def pod(score: str | None = None, running: bool = True) -> dict:

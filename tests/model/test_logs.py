@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from chaos.model.logs import Logger, LogSink
+from mochaos.model.logs import Logger, LogSink
 
 
 def test_line_shape() -> None:

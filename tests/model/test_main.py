@@ -18,7 +18,7 @@ from .scene import start_model
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "chaos.model", *args],
+        [sys.executable, "-m", "mochaos.model", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
-from chaos.model.kube import POOLS
-from chaos.model.pool import pod_for_pool, pool_deletion_order
+from mochaos.model.kube import POOLS
+from mochaos.model.pool import pod_for_pool, pool_deletion_order
 
 from .fakes import pod
 from .scene import PHASE, labels

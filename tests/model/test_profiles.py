@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from chaos.model.profiles import PROFILES, get_profile
+from mochaos.model.profiles import PROFILES, get_profile
 
 SWITCHES = (
     "claim_index",

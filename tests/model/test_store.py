@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from chaos.model.kube import PODS
-from chaos.model.store import DELETION_COST, wants_pod_event
+from mochaos.model.kube import PODS
+from mochaos.model.store import DELETION_COST, wants_pod_event
 
 from .fakes import pod
 from .scene import PHASE, labels

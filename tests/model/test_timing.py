@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.model.timing import Timing, go_duration, parse_time
+from mochaos.model.timing import Timing, go_duration, parse_time
 
 # The operator's values in seconds (OPERATOR-BEHAVIOUR.md §1.2, §3, §7).
 OPERATOR = {

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from urllib3.exceptions import ReadTimeoutError
 
-from chaos.cluster.commands import RecordingRunner, apply_objects, check_version
-from chaos.cluster.minio import ACCESS_KEY, BUCKET, MINIO_IMAGE, SECRET_KEY, SECRET_NAME, S3Store
-from chaos.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
-from chaos.operator.helm import (
+from mochaos.cluster.commands import RecordingRunner, apply_objects, check_version
+from mochaos.cluster.minio import ACCESS_KEY, BUCKET, MINIO_IMAGE, SECRET_KEY, SECRET_NAME, S3Store
+from mochaos.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from mochaos.operator.helm import (
     HELM,
     KRUISE_IMAGE,
     ChartOptions,
@@ -26,7 +26,7 @@ from chaos.operator.helm import (
     install_chart,
     pending_webhooks,
 )
-from chaos.operator.image import (
+from mochaos.operator.image import (
     DEFAULT_MO_IMAGE,
     ImageTarget,
     InstalledTarget,
@@ -38,8 +38,8 @@ from chaos.operator.image import (
     render_topology,
     split_log_line,
 )
-from chaos.paths import cache_dir
-from chaos.types import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL, Cluster
+from mochaos.paths import cache_dir
+from mochaos.types import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL, Cluster
 
 REF = "matrixorigin/matrixone-operator:nightly-abc1234-20260601"
 CLUSTER = Cluster(
@@ -216,7 +216,7 @@ def test_image_version(image: str, version: str) -> None:
 def test_image_target_install_runs_helm_then_waits_for_the_operator_local(
     cluster, tmp_path: Path
 ) -> None:
-    from chaos.kube import new_api_client
+    from mochaos.kube import new_api_client
 
     runner = RecordingRunner({"helm version": "v3.22.0+g1\n"})
     target = ImageTarget(
@@ -236,7 +236,7 @@ def test_image_target_install_runs_helm_then_waits_for_the_operator_local(
 
 
 def test_installed_target_needs_an_operator_in_the_cluster_local(cluster) -> None:
-    from chaos.kube import new_api_client
+    from mochaos.kube import new_api_client
 
     target = InstalledTarget(
         client_factory=lambda c: new_api_client(c.kubeconfig, user_agent="mochaos/test"),
@@ -355,7 +355,7 @@ def test_claimset_selects_its_own_claims_and_has_template_labels() -> None:
 
 
 def _ensure_crds(kube: Any) -> None:
-    from chaos.operator import crds
+    from mochaos.operator import crds
 
     apply_objects(kube, crds())
 
@@ -418,8 +418,8 @@ def test_prepare_namespace_applies_the_base_and_waits_for_ready_local(kube, name
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from chaos.cluster.commands import wait_for
-    from chaos.operator.image import prepare_namespace
+    from mochaos.cluster.commands import wait_for
+    from mochaos.operator.image import prepare_namespace
 
     _ensure_crds(kube)
     apply_objects(kube, [_test_only_crd("LogSet", "logsets"), _test_only_crd("DNSet", "dnsets")])
@@ -676,7 +676,7 @@ def helm_dir() -> Path:
 
 
 def test_real_helm_version_passes_our_minimum(helm_dir: Path) -> None:
-    from chaos.cluster.commands import SubprocessRunner
+    from mochaos.cluster.commands import SubprocessRunner
 
     found = check_version(HELM, str(helm_dir / "helm"), runner=SubprocessRunner(progress=None))
     assert found >= (3, 22, 0)
@@ -704,7 +704,7 @@ def test_real_helm_runs_our_upgrade_command_on_the_local_cluster_local(
 ) -> None:
     from kubernetes import client
 
-    from chaos.cluster.commands import SubprocessRunner
+    from mochaos.cluster.commands import SubprocessRunner
 
     options = ChartOptions(
         chart_path=_tiny_chart(tmp_path), release="tiny", namespace=namespace, timeout=120

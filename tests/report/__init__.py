@@ -1,1 +1,1 @@
-"""Tests of chaos.report over hand-written and recorded histories."""
+"""Tests of mochaos.report over hand-written and recorded histories."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chaos.types import History, ScenarioResult
+from mochaos.types import History, ScenarioResult
 
 DATA = Path(__file__).with_name("data")
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chaos.types import (
+from mochaos.types import (
     API_VERSION,
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,

@@ -4,8 +4,8 @@ import json
 
 import yaml
 
-from chaos.report.artifacts import write_artifacts, write_timeline
-from chaos.types import History
+from mochaos.report.artifacts import write_artifacts, write_timeline
+from mochaos.types import History
 
 from .report_histories import NAMESPACE, HistoryBuilder
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report.html import build_lanes, render_html
-from chaos.types import PHASE_LABEL
+from mochaos.report.html import build_lanes, render_html
+from mochaos.types import PHASE_LABEL
 
 from .report_histories import HistoryBuilder
 

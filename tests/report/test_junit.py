@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from chaos.report.junit import (
+from mochaos.report.junit import (
     SCHEMA_PATH,
     JUnitCase,
     junit_properties,
@@ -12,7 +12,7 @@ from chaos.report.junit import (
     read_junit,
     validate_junit,
 )
-from chaos.types import ScenarioResult, Verdict
+from mochaos.types import ScenarioResult, Verdict
 
 pytest_plugins = ["pytester"]
 
@@ -74,8 +74,8 @@ def test_bugs_are_deduplicated_and_naturally_sorted_and_seed_is_optional():
 
 INNER_TEST = """
 import pytest
-from chaos.report.junit import junit_properties
-from chaos.types import ScenarioResult, Verdict
+from mochaos.report.junit import junit_properties
+from mochaos.types import ScenarioResult, Verdict
 
 
 @pytest.mark.parametrize("n", range(4))

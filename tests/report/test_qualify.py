@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from chaos.errors import UsageError
-from chaos.report import rundir
-from chaos.report.junit import validate_junit
-from chaos.report.qualify import qualify
-from chaos.report.summary import merge_summary, write_result
-from chaos.types import ScenarioResult, Verdict
+from mochaos.errors import UsageError
+from mochaos.report import rundir
+from mochaos.report.junit import validate_junit
+from mochaos.report.qualify import qualify
+from mochaos.report.summary import merge_summary, write_result
+from mochaos.types import ScenarioResult, Verdict
 
 META = {"operator_target": "model:fixed", "operator_version": "v1", "cluster_provider": "local"}
 JUNIT = (

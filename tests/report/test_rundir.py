@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from chaos.errors import UsageError
-from chaos.report import rundir
+from mochaos.errors import UsageError
+from mochaos.report import rundir
 
 
 def test_run_ids_sort_by_time_and_are_unique():

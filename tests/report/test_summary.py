@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from chaos.errors import InfraError
-from chaos.report import rundir
-from chaos.report.summary import merge_summary, terminal_line, write_result
-from chaos.types import ScenarioResult, Verdict, Violation
+from mochaos.errors import InfraError
+from mochaos.report import rundir
+from mochaos.report.summary import merge_summary, terminal_line, write_result
+from mochaos.types import ScenarioResult, Verdict, Violation
 
 META = {
     "operator_target": "model:upstream",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report.timeline import build_rows, render_markdown
-from chaos.types import (
+from mochaos.report.timeline import build_rows, render_markdown
+from mochaos.types import (
     CLAIMED_BY_LABEL,
     PHASE_LABEL,
     History,

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from chaos.cluster import build
-from chaos.cluster.local import LocalProvider
-from chaos.paths import state_dir
-from chaos.report.junit import JUnitCase, read_junit
+from mochaos.cluster import build
+from mochaos.cluster.local import LocalProvider
+from mochaos.paths import state_dir
+from mochaos.report.junit import JUnitCase, read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "child"

@@ -13,9 +13,9 @@ from collections import defaultdict
 import pytest
 import yaml
 
-from chaos.cluster.local import LocalProvider
-from chaos.errors import InfraError, UsageError
-from chaos.types import ActionRecord, Change, History, Marker
+from mochaos.cluster.local import LocalProvider
+from mochaos.errors import InfraError, UsageError
+from mochaos.types import ActionRecord, Change, History, Marker
 
 from .helpers import CHILD, child_env, needs_binaries, private_cluster_name
 

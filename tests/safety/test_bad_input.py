@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaos.cluster.local import LocalProvider
-from chaos.errors import UsageError
-from chaos.operator.binary_target import BinaryTarget
-from chaos.procs import cmdline
-from chaos.types import Cluster
+from mochaos.cluster.local import LocalProvider
+from mochaos.errors import UsageError
+from mochaos.operator.binary_target import BinaryTarget
+from mochaos.procs import cmdline
+from mochaos.types import Cluster
 
 from .helpers import (
     ROOT,
@@ -140,7 +140,7 @@ def test_no_go_for_the_first_build(child, tmp_path):
     run = suites(child, env=env)
     one_line_error(run, INFRA, "go not found", "install Go")
     # The same from the command line: one line, non-zero exit.
-    proc = subprocess.run([sys.executable, "-m", "chaos", "cluster", "build"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "mochaos", "cluster", "build"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip().splitlines() == [
@@ -215,7 +215,7 @@ def test_a_bad_operator_ready_timeout_is_a_usage_error(tmp_path, monkeypatch):
 def qualify(tmp_path: Path, operator: str, *pytest_args: str,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
     cmd = [
-        sys.executable, "-m", "chaos", "qualify", "--operator", operator, "--repeat", "1",
+        sys.executable, "-m", "mochaos", "qualify", "--operator", operator, "--repeat", "1",
         "-k", SHORT_SCENARIO, "--reports-dir", str(tmp_path / "qualify"),
         "--", "--time-scale", "0.2", *pytest_args,
     ]  # fmt: skip

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from chaos.cluster.local import LocalProvider
-from chaos.types import History
+from mochaos.cluster.local import LocalProvider
+from mochaos.types import History
 
 from .helpers import child_env, needs_binaries
 

@@ -18,10 +18,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from chaos import runstate
-from chaos.cleanup import delete_namespace
-from chaos.procs import cmdline
-from chaos.types import RUN_ID_LABEL
+from mochaos import runstate
+from mochaos.cleanup import delete_namespace
+from mochaos.procs import cmdline
+from mochaos.types import RUN_ID_LABEL
 
 from .helpers import wait_until
 
@@ -81,7 +81,7 @@ def test_a_dead_runs_process_is_stopped_and_its_namespaces_deleted(state, sleepe
 def test_a_pid_now_running_another_command_is_left_alone(state, sleeper):
     # The pid was reused by an unrelated process: the command line does not match.
     path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"],
-                       pids={sleeper.pid: [sys.executable, "-m", "chaos.model"]},
+                       pids={sleeper.pid: [sys.executable, "-m", "mochaos.model"]},
                        namespaces={})  # fmt: skip
     runstate.reap(lambda ns, kc, ctx: None)
     assert sleeper.poll() is None, "a process that is not ours was killed"

@@ -10,10 +10,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from chaos.observe.recorder import Recorder
-from chaos.scenario.actions import Actions, ScopeError
-from chaos.scenario.topology import cn_claim
-from chaos.types import GROUP, RUN_ID_LABEL, VERSION, History
+from mochaos.observe.recorder import Recorder
+from mochaos.scenario.actions import Actions, ScopeError
+from mochaos.scenario.topology import cn_claim
+from mochaos.types import GROUP, RUN_ID_LABEL, VERSION, History
 
 from .helpers import needs_binaries
 

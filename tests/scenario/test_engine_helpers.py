@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chaos.scenario.engine import describe_state, failure_message, in_flight
-from chaos.types import (
+from mochaos.scenario.engine import describe_state, failure_message, in_flight
+from mochaos.types import (
     Change,
     CheckOptions,
     History,

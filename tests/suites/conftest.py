@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report.junit import JUnitCase, read_junit
+from mochaos.report.junit import JUnitCase, read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME_SCALE = "0.2"

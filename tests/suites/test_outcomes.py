@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.types import History
+from mochaos.types import History
 
 SEED = "test_scalein_during_migration and not race and not sweep"
 WINDOW = 60 * 0.2

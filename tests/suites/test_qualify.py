@@ -1,4 +1,4 @@
-"""`python -m chaos qualify` end to end: the verdict's exit status per model profile."""
+"""`python -m mochaos qualify` end to end: the verdict's exit status per model profile."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.report.junit import validate_junit
+from mochaos.report.junit import validate_junit
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "test_scalein_during_migration and not race and not sweep"
@@ -17,7 +17,7 @@ SEED = "test_scalein_during_migration and not race and not sweep"
 
 def _qualify(tmp_path: Path, operator: str) -> tuple[int, Path]:
     cmd = [
-        sys.executable, "-m", "chaos", "qualify", "--operator", operator, "--repeat", "1",
+        sys.executable, "-m", "mochaos", "qualify", "--operator", operator, "--repeat", "1",
         "-k", SEED, "--reports-dir", str(tmp_path), "--", "--time-scale", "0.2",
     ]  # fmt: skip
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

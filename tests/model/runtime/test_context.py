@@ -4,8 +4,8 @@ and the server's answer replaces the object — in-memory status included.
 
 from __future__ import annotations
 
-from chaos.model.kube import CLAIMS, Conflict
-from chaos.model.runtime.context import Client, OperatorError, ReSync, find_cause, wrap
+from mochaos.model.kube import CLAIMS, Conflict
+from mochaos.model.runtime.context import Client, OperatorError, ReSync, find_cause, wrap
 
 
 def test_wrapped_errors_keep_their_cause_and_message() -> None:

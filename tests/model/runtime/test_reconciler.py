@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.model.kube import CLAIMS, Conflict, NotFound
-from chaos.model.logs import Logger
-from chaos.model.runtime.context import OperatorError, ReSync, wrap
-from chaos.model.runtime.reconciler import BACKOFF, FORGET, Reconciler, Result
-from chaos.model.timing import Timing
+from mochaos.model.kube import CLAIMS, Conflict, NotFound
+from mochaos.model.logs import Logger
+from mochaos.model.runtime.context import OperatorError, ReSync, wrap
+from mochaos.model.runtime.reconciler import BACKOFF, FORGET, Reconciler, Result
+from mochaos.model.timing import Timing
 
 from ..fakes import FakeClient, ListSink, claim
 

@@ -15,11 +15,11 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from chaos.cluster.local import LocalProvider, StoppedComponent
-from chaos.errors import Inconclusive, UsageError
-from chaos.scenario.engine import Scenario
-from chaos.scenario.predicates import claim_bound
-from chaos.types import Cluster
+from mochaos.cluster.local import LocalProvider, StoppedComponent
+from mochaos.errors import Inconclusive, UsageError
+from mochaos.scenario.engine import Scenario
+from mochaos.scenario.predicates import claim_bound
+from mochaos.types import Cluster
 
 pytestmark = pytest.mark.scenario
 

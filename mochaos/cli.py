@@ -1,0 +1,118 @@
+"""The ``python -m mochaos`` command line: cluster lifecycle and qualification.
+
+Exit statuses: 0 ok, 1 the operator failed a scenario (qualify), 2 usage
+error, 3 infrastructure error. Every error is printed as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from mochaos import __version__
+from mochaos.cluster import PROVIDERS
+from mochaos.errors import MochaosError, UsageError
+
+SUITES = Path(__file__).resolve().parent / "suites"
+"""The suites shipped with the package."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of exiting with its own status."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message, hint=f"see `{self.prog} --help`")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m mochaos", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"mo-chaos {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    cl = sub.add_parser("cluster", help="build, start, stop and inspect the local cluster")
+    csub = cl.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    b = csub.add_parser("build", help="build the control-plane binaries into the cache")
+    b.add_argument("--force", action="store_true", help="rebuild even when cached")
+    for name, text in (
+        ("up", "start the cluster, or reuse a healthy one"),
+        ("down", "stop the cluster and remove its data"),
+        ("status", "say whether the cluster is running and healthy"),
+        ("kubeconfig", "print the path of the cluster's kubeconfig"),
+    ):
+        a = csub.add_parser(name, help=text)
+        a.add_argument("--name", default="mochaos", help="cluster name (default: mochaos)")
+
+    q = sub.add_parser("qualify", help="run the suites N times and give a verdict")
+    q.add_argument("--operator", required=True, help="operator target, e.g. model:upstream")
+    q.add_argument(
+        "--cluster", default="local", choices=PROVIDERS, help="cluster provider (default: local)"
+    )
+    q.add_argument("--repeat", type=int, default=3, help="runs per scenario (default: 3)")
+    q.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
+    q.add_argument(
+        "--suites",
+        type=Path,
+        default=SUITES,
+        help="suites directory (default: packaged)",
+    )
+    q.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
+    q.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    return p
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from mochaos.cluster import build, local
+
+    if args.action == "build":
+        build.build(force=args.force)
+        return 0
+    provider = local.LocalProvider(name=args.name)
+    if args.action == "up":
+        cluster = provider.up()
+        print(cluster.kubeconfig)
+    elif args.action == "down":
+        provider.down()
+    elif args.action == "status":
+        print(provider.status())
+        return 0 if provider.is_healthy() else 3
+    elif args.action == "kubeconfig":
+        print(provider.kubeconfig_path())
+    return 0
+
+
+def _qualify(args: argparse.Namespace) -> int:
+    from mochaos.operator import parse_target
+    from mochaos.report.qualify import qualify
+
+    # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
+    parse_target(args.operator)
+    return qualify(
+        operator=args.operator,
+        cluster=args.cluster,
+        repeat=args.repeat,
+        keyword=args.keyword,
+        suites=args.suites,
+        out_root=args.reports_dir,
+        extra_args=list(args.pytest_args),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit status."""
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "cluster":
+            return _cluster(args)
+        return _qualify(args)
+    except MochaosError as err:
+        print(f"mo-chaos: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("mo-chaos: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""HAKeeper and the CN query service as the model plays them: calls that always succeed.
+
+A store counts as registered once its pod's main container runs; the query service of a
+pod is its ``matrixorigin.io/score`` annotation, so a test sets sessions there
+(OPERATOR-BEHAVIOUR.md §4.10, §7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from mochaos.model.kube import Obj
+from mochaos.model.objects import annotations_of
+
+WORKING = 1
+DRAINING = 2
+MAIN_CONTAINER = "main"
+SCORE_ANNOTATION = "matrixorigin.io/score"
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """A CN store as HAKeeper's store cache describes it."""
+
+    uuid: str
+    address: str
+    work_state: int
+    labels: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Score:
+    """The ``matrixorigin.io/score`` annotation (common/cnstore.go StoreScore)."""
+
+    sessions: int = 0
+    pipelines: int = 0
+    replicas: int = 0
+    started: str | None = None
+
+    def safe_to_reclaim(self) -> bool:
+        """No sessions, pipelines or sharding replicas left."""
+        return self.sessions == 0 and self.pipelines == 0 and self.replicas == 0
+
+    def to_annotation(self) -> str:
+        """JSON in the operator's field order; ``startedTime`` omitted when unknown."""
+        data: dict[str, object] = {
+            "sessionCount": self.sessions,
+            "pipelineCount": self.pipelines,
+            "replicaCount": self.replicas,
+        }
+        if self.started is not None:
+            data["startedTime"] = self.started
+        return json.dumps(data, separators=(",", ":"))
+
+
+class MissingScore(Exception):
+    """The pod has no score annotation."""
+
+
+def read_score(pod: Obj) -> Score:
+    """Parse the score annotation: JSON, a legacy bare integer, or empty (all zero)."""
+    meta = pod.get("metadata", {})
+    raw = annotations_of(pod).get(SCORE_ANNOTATION)
+    if raw is None:
+        raise MissingScore(
+            f"cannot find connection count for CN pod {meta.get('namespace')}/{meta.get('name')}, "
+            "connection annotation is empty"
+        )
+    if raw == "":
+        return Score()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return Score(sessions=int(raw))
+    if isinstance(data, int):
+        return Score(sessions=data)
+    return Score(
+        sessions=int(data.get("sessionCount", 0)),
+        pipelines=int(data.get("pipelineCount", 0)),
+        replicas=int(data.get("replicaCount", 0)),
+        started=data.get("startedTime"),
+    )
+
+
+def container_started(pod: Obj) -> str | None:
+    """When the main container started running, or None when it does not run."""
+    for status in pod.get("status", {}).get("containerStatuses") or []:
+        if status.get("name") == MAIN_CONTAINER:
+            running = (status.get("state") or {}).get("running")
+            if running:
+                return running.get("startedAt")
+    return None
+
+
+def store_uuid(pod: Obj) -> str:
+    """The CN store UUID of a pod, derived as the operator does (GetCNPodUUID): sha256 of
+    ``<pod>.<subdomain>.<ns>.svc\\n``, hex, the first 16 hex characters read as eight
+    little-endian 16-bit words.
+    """
+    meta = pod.get("metadata", {})
+    subdomain = pod.get("spec", {}).get("subdomain", "")
+    address = f"{meta.get('name')}.{subdomain}.{meta.get('namespace')}.svc\n"
+    hex_text = hashlib.sha256(address.encode()).hexdigest().encode()
+    words = [hex_text[i] | hex_text[i + 1] << 8 for i in range(0, 16, 2)]
+    return "{:x}{:x}-{:x}-{:x}-{:x}-{:x}{:x}{:x}".format(*words)
+
+
+class HAKeeper:
+    """No-op HAKeeper: every call succeeds."""
+
+    def registered(self, pod: Obj) -> bool:
+        """Whether the pod's store is in the store cache (its main container runs)."""
+        return container_started(pod) is not None
+
+    def patch_store(self, pod: Obj, *, state: int, labels: dict[str, list[str]] | None) -> Store:
+        """PatchCNStore (+ UpdateCNLabel when ``labels`` is None); the cached store after it."""
+        ip = pod.get("status", {}).get("podIP", "")
+        return Store(uuid=store_uuid(pod), address=ip, work_state=state, labels=labels or {})
+
+    def delete_store(self, uuid: str) -> None:
+        """DeleteCNStore."""

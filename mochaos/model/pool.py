@@ -1,0 +1,218 @@
+"""The CNPool controller (``cn-pool-manager``) together with the CNSet/CloneSet it drives.
+
+Modelled on cnpool/controller.go:52-188 (OPERATOR-BEHAVIOUR.md §6.1); the model creates and
+deletes the pool's pods itself, as the CNSet's CloneSet would (see :class:`PoolActor`).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cmp_to_key
+
+from mochaos.model.kube import CLAIMS, PODS, POOLS, ApiError, NotFound, Obj
+from mochaos.model.objects import deleting, labels_of, mutable_labels, name_of, rand_string
+from mochaos.model.runtime.context import Context, ReSync, controller_ref, wrap
+from mochaos.model.timing import Timing, parse_time
+
+NAME = "cn-pool-manager"
+PHASE = "pool.matrixorigin.io/phase"
+CLAIMED_BY = "pool.matrixorigin.io/claimed-by"
+POOL_NAME = "pool.matrixorigin.io/pool-name"
+COMPONENT = "matrixorigin.io/component"
+INSTANCE = "matrixorigin.io/instance"
+NAMESPACE = "matrixorigin.io/namespace"
+KRUISE_STATE = "lifecycle.apps.kruise.io/state"
+MANAGEMENT_POLICY = "pool.matrixorigin.io/management-policy"
+IMAGE = "matrixorigin/matrixone:mochaos-model"
+MAX_INT32 = 2**31 - 1
+EXPECTATION_TTL = 30.0
+
+SRC = "cnpool/controller.go"
+
+
+def pool_deletion_cost(pod: Obj) -> int:
+    """deletionCost (controller.go:442-459): Terminating < Unknown/"" < Idle < others, +1
+    when the pod is claimed.
+    """
+    phase = labels_of(pod).get(PHASE, "")
+    score = {"Terminating": 0, "": 1 << 8, "Unknown": 1 << 8, "Idle": 1 << 9}.get(phase, 1 << 10)
+    if labels_of(pod).get(CLAIMED_BY):
+        score += 1
+    return score
+
+
+def pool_deletion_order(a: Obj, b: Obj) -> int:
+    """deletionOrder (controller.go:433-440): lower cost first, then the newer pod first."""
+    diff = pool_deletion_cost(a) - pool_deletion_cost(b)
+    if diff:
+        return diff
+    created_a = parse_time(a["metadata"]["creationTimestamp"])
+    created_b = parse_time(b["metadata"]["creationTimestamp"])
+    return -int(created_a - created_b)
+
+
+def pod_for_pool(pool: Obj, name: str) -> Obj:
+    """A CN pod of the pool, as the pool's CNSet would create it."""
+    ns = pool["metadata"]["namespace"]
+    labels = dict(pool.get("spec", {}).get("podLabels") or {})
+    labels.update(
+        {
+            POOL_NAME: name_of(pool),
+            PHASE: "Unknown",
+            KRUISE_STATE: "Normal",
+            COMPONENT: "CNSet",
+            INSTANCE: name_of(pool),
+            NAMESPACE: ns,
+        }
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": labels,
+            "annotations": {MANAGEMENT_POLICY: "Pooling"},
+            "ownerReferences": [controller_ref(pool, POOLS)],
+        },
+        "spec": {
+            "containers": [{"name": "main", "image": IMAGE, "imagePullPolicy": "Never"}],
+            "nodeSelector": {"type": "kwok"},
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+            "automountServiceAccountToken": False,
+        },
+    }
+
+
+class PoolActor:
+    """Observe/Finalize of CNPools: keep ``in-use + pending claims + maxIdle`` pods.
+
+    There is no CNSet: the pods are created here, as the CNSet's CloneSet would, and the
+    pods the pool marks ``Terminating`` are deleted here (the CloneSet's ``podsToDelete``).
+    The real kube-scheduler places them on kwok's fake nodes (``nodeSelector type: kwok``),
+    which mark them Running/Ready. Pods carry the CNSet template's ``management-policy:
+    Pooling`` annotation and no finalizers: kwok's pod-delete stage strips all pod
+    finalizers anyway, so the operator's ``cnstore``/``cn-draining`` finalizers are left out.
+    """
+
+    def __init__(self, *, timing: Timing, max_idle: int | None) -> None:
+        self.timing = timing
+        self.max_idle = max_idle
+        self._expected: dict[str, dict[str, float]] = {}
+
+    def observe(self, ctx: Context) -> None:
+        """Observe always syncs inline (controller.go:48-50)."""
+        self.sync(ctx)
+
+    def _live_pods(self, ctx: Context) -> list[Obj]:
+        pool = name_of(ctx.obj)
+        pods = ctx.client.list(PODS, labels={POOL_NAME: pool, COMPONENT: "CNSet", INSTANCE: pool})
+        seen = {name_of(p) for p in pods}
+        now = time.monotonic()
+        self._expected[pool] = {
+            n: t
+            for n, t in self._expected.get(pool, {}).items()
+            if n not in seen and now - t < EXPECTATION_TTL
+        }
+        return [p for p in pods if not deleting(p)]
+
+    def sync(self, ctx: Context) -> None:
+        """Sync (controller.go:52-188) with the pods in place of the CNSet."""
+        p = ctx.obj
+        pool = name_of(p)
+        in_use, idle, terminating = 0, [], []
+        for pod in self._live_pods(ctx):
+            phase = labels_of(pod).get(PHASE, "")
+            if phase in ("Bound", "Draining"):
+                in_use += 1
+            elif phase == "Terminating":
+                ctx.log.info(
+                    "find pod still in terminating state", caller=f"{SRC}:101", pod=name_of(pod)
+                )
+                terminating.append(pod)
+            else:
+                idle.append(pod)
+        pending = sum(
+            1
+            for c in ctx.client.list(CLAIMS, labels={POOL_NAME: pool})
+            if c.get("status", {}).get("phase") == "Pending"
+        )
+        scale = p.get("spec", {}).get("strategy", {}).get("scaleStrategy", {})
+        max_idle = self.max_idle if self.max_idle is not None else int(scale.get("maxIdle", 0))
+        max_pods = int(scale.get("maxPods") or MAX_INT32)
+        desired = in_use + pending + max_idle
+        active = in_use + len(idle) + len(self._expected[pool])
+        if desired > max_pods:
+            raise ReSync(
+                f"Pool {pool} has reached MaxPods limit {desired}, total Pods: {max_pods}, requeue",
+                self.timing.pool_max_pods_wait,
+            )
+        spec_replicas = active
+        ctx.log.info(
+            "scale cnset",
+            caller=f"{SRC}:138",
+            cnset=pool,
+            replicas=desired,
+            **{"spec replicas": spec_replicas},
+        )
+        self._delete(ctx, terminating)
+        if desired > spec_replicas:
+            for _ in range(desired - spec_replicas):
+                self._create(ctx)
+            return
+        if pending > 0:
+            ctx.log.info(
+                "pool has enough pods but there's still pending claims, pause scale-in",
+                caller=f"{SRC}:145",
+                **{
+                    "current replicas": spec_replicas,
+                    "desired replicas": desired,
+                    "pending claims": pending,
+                    "in use pods": in_use,
+                },
+            )
+            return
+        # The operator scales in max(active, spec replicas) - desired; here both are equal.
+        count = spec_replicas - desired
+        victims = sorted(idle, key=cmp_to_key(pool_deletion_order))[:count]
+        ctx.log.info("try scale-in CN Pool", caller=f"{SRC}:159", pods=len(victims))
+        deleted = []
+        for pod in victims:
+            mutable_labels(pod)[PHASE] = "Terminating"
+            try:
+                ctx.client.update(PODS, pod)
+            except ApiError as err:
+                ctx.log.error(
+                    "error set pod terminating",
+                    caller=f"{SRC}:166",
+                    error=str(err),
+                    pod=name_of(pod),
+                )
+                continue
+            deleted.append(pod)
+        ctx.log.info("scale-in CN Pool complete", caller=f"{SRC}:171", deleted=len(deleted))
+        self._delete(ctx, deleted)
+
+    def _create(self, ctx: Context) -> None:
+        name = f"{name_of(ctx.obj)}-{rand_string(5)}"
+        try:
+            ctx.client.create(PODS, pod_for_pool(ctx.obj, name))
+        except ApiError as err:
+            raise wrap(err, "error create CN pod") from err
+        self._expected.setdefault(name_of(ctx.obj), {})[name] = time.monotonic()
+
+    def _delete(self, ctx: Context, pods: list[Obj]) -> None:
+        """What the CloneSet does with ``podsToDelete``."""
+        for pod in pods:
+            try:
+                ctx.client.delete(PODS, pod)
+            except NotFound:
+                continue
+            except ApiError as err:
+                raise wrap(err, "error delete CN pod") from err
+
+    def finalize(self, ctx: Context) -> bool:
+        """Finalize (controller.go:397-414): remove the pool's pods, done when none is left."""
+        pods = self._live_pods(ctx)
+        self._delete(ctx, pods)
+        return not pods

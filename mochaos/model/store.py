@@ -1,0 +1,213 @@
+"""The CN store controller (``cnstore``) for pool pods: stats, Unknown → Idle, the drain.
+
+Modelled on cnstore/controller.go and pooling.go (OPERATOR-BEHAVIOUR.md §7.1-§7.2) for pods
+of the ``Pooling`` policy in kruise lifecycle state Normal; see :class:`StoreActor`.
+"""
+
+from __future__ import annotations
+
+from mochaos.model.hakeeper import (
+    DRAINING,
+    SCORE_ANNOTATION,
+    HAKeeper,
+    MissingScore,
+    Score,
+    container_started,
+    read_score,
+    store_uuid,
+)
+from mochaos.model.kube import PODS, Obj
+from mochaos.model.objects import annotations_of, labels_of, mutable_annotations, mutable_labels
+from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
+from mochaos.model.runtime.informer import MODIFIED
+from mochaos.model.timing import Timing, since
+
+NAME = "cnstore"
+PHASE = "pool.matrixorigin.io/phase"
+COMPONENT = "matrixorigin.io/component"
+INSTANCE = "matrixorigin.io/instance"
+DIRECT_POD = "pool.matrixorigin.io/direct-pod"
+KRUISE_STATE = "lifecycle.apps.kruise.io/state"
+RECLAIMED_AT = "matrixorigin.io/reclaimed-at"
+DELETE_ON_RECLAIM = "matrixorigin.io/delete-on-reclaim"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+CONNECTIONS = "matrixorigin.io/connections"
+DIAGNOSE = "matrixorigin.io/diagnos-draining"
+CORDON = "matrixorigin.io/store-cordon"
+MANAGEMENT_POLICY = "pool.matrixorigin.io/management-policy"
+STATS_ANNOTATIONS = (DELETION_COST, CONNECTIONS, SCORE_ANNOTATION)
+
+SRC = "cnstore/controller.go"
+POOLING = "cnstore/pooling.go"
+
+
+def wants_pod_event(event: str, old: Obj | None, new: Obj | None) -> bool:
+    """The cnstore watch filter (controller.go:659-727): CN pods only; updates pass on a
+    label, generation or deletionTimestamp change, or an added/changed annotation other
+    than the stats ones; creates and deletes pass.
+    """
+    obj = new if new is not None else old
+    if obj is None or labels_of(obj).get(COMPONENT) != "CNSet":
+        return False
+    if event != MODIFIED or old is None or new is None:
+        return True
+    old_meta, new_meta = old.get("metadata", {}), new.get("metadata", {})
+    if labels_of(old) != labels_of(new):
+        return True
+    if old_meta.get("generation") != new_meta.get("generation"):
+        return True
+    if old_meta.get("deletionTimestamp") != new_meta.get("deletionTimestamp"):
+        return True
+    old_annotations = annotations_of(old)
+    return any(
+        old_annotations.get(k) != v
+        for k, v in annotations_of(new).items()
+        if k not in STATS_ANNOTATIONS
+    )
+
+
+class StoreActor:
+    """Observe of CN pods; never finalizes.
+
+    - every pass refreshes the pod's stats from the query service — in the model the pod's
+      own ``matrixorigin.io/score`` annotation (written as zero when missing) — and keeps
+      ``pod-deletion-cost`` equal to the session count; then requeues after 30 s;
+    - ``Unknown`` → ``Idle`` once the store is registered (its main container runs);
+    - ``Draining`` → ``Idle`` once the minimum delay has passed since ``reclaimed-at`` and
+      the score shows no sessions, pipelines or replicas; after the drain timeout →
+      ``Terminating``.
+
+    A ``store-cordon`` annotation makes a pass only cordon the store (a no-op HAKeeper
+    call). Pods carry no finalizers in the model (see pool.py), so a deleting pod is not
+    reconciled; pods in kruise state PreparingUpdate/PreparingDelete are left alone (there
+    is no kruise: the pool deletes Terminating pods itself), and the readiness condition
+    ``matrixorigin.io/cn-store`` is not written (kwok owns pod status).
+    """
+
+    def __init__(self, *, timing: Timing, hakeeper: HAKeeper) -> None:
+        self.timing = timing
+        self.hakeeper = hakeeper
+
+    def observe(self, ctx: Context) -> None:
+        """observe (controller.go:434-476) for a live pod."""
+        pod = ctx.obj
+        if not labels_of(pod).get(INSTANCE):
+            raise OperatorError(
+                "error resolve CNSet: cannot find instance name for pod, instance label is empty"
+            )
+        try:
+            self._sync_stats(ctx)
+        except Exception as err:  # stats never block the state machine
+            ctx.log.info("error sync stats", caller=f"{SRC}:454", error=str(err))
+        if CORDON in annotations_of(pod):
+            uuid = store_uuid(pod)
+            ctx.log.info("call HAKeeper to cordon CN store", caller=f"{SRC}:420", uuid=uuid)
+            self.hakeeper.patch_store(pod, state=DRAINING, labels=None)
+            return
+        if labels_of(pod).get(KRUISE_STATE) not in ("PreparingUpdate", "PreparingDelete"):
+            self._on_normal(ctx)
+        raise ReSync("resync", self.timing.store_resync)
+
+    def finalize(self, ctx: Context) -> bool:
+        """Never reached: the model puts no finalizer on pods."""
+        return True
+
+    def _sync_stats(self, ctx: Context) -> None:
+        """syncStats + patchStoreStats (controller.go:483-575), the query service being the
+        pod's score annotation.
+        """
+        pod = ctx.obj
+        started = container_started(pod)
+        if started is None:
+            raise OperatorError("CN not started")
+        try:
+            score = read_score(pod)
+        except (MissingScore, ValueError):
+            score = Score()
+        score.started = started
+
+        def write() -> None:
+            annotations = mutable_annotations(pod)
+            annotations[SCORE_ANNOTATION] = score.to_annotation()
+            annotations[DELETION_COST] = str(score.sessions)
+            annotations[CONNECTIONS] = str(score.pipelines + score.sessions)
+
+        try:
+            ctx.client.patch(PODS, pod, write)
+        except Exception as err:
+            raise wrap(err, "error patch stats to pod anno") from err
+
+    def _on_normal(self, ctx: Context) -> None:
+        """OnNormal → poolingCNReconcile (controller.go:316-354, pooling.go:30-117)."""
+        pod = ctx.obj
+        if annotations_of(pod).get(MANAGEMENT_POLICY) != "Pooling":
+            return
+        phase = labels_of(pod).get(PHASE, "")
+        if phase == "Draining":
+            self._drain(ctx)
+        elif phase == "Unknown":
+            if self.hakeeper.registered(pod):
+                self._set_phase(ctx, "Idle")
+        elif phase not in ("Bound", "Idle", "Terminating"):
+            raise OperatorError(f"unkown CN phase {phase}")
+
+    def _drain(self, ctx: Context) -> None:
+        """The reclaim drain of a Draining pool pod (pooling.go:44-86)."""
+        pod = ctx.obj
+        reclaimed = annotations_of(pod).get(RECLAIMED_AT)
+        if reclaimed is None:
+            self._set_phase(ctx, "Idle")
+            return
+        elapsed = since(reclaimed)
+        if elapsed > self.timing.store_drain_timeout:
+            ctx.log.info(
+                "drain pool pod timeout, delete it to avoid workload intervention",
+                caller=f"{POOLING}:55",
+            )
+            self._evict(ctx)
+            return
+        if elapsed > self.timing.store_drain_long and DIAGNOSE not in annotations_of(pod):
+            ctx.client.patch(PODS, pod, lambda: mutable_annotations(pod).__setitem__(DIAGNOSE, "y"))
+        if elapsed < self.timing.store_drain_min_delay:
+            raise ReSync("wait min delay duration", self.timing.store_retry)
+        try:
+            score = read_score(pod)
+        except Exception as err:
+            raise wrap(err, "error get store connection count") from err
+        if not score.safe_to_reclaim():
+            raise ReSync("store is still draining", self.timing.store_retry)
+        if DELETE_ON_RECLAIM in annotations_of(pod):
+            ctx.log.info("evict pod since deleteOnReclaim is set", caller=f"{POOLING}:71")
+            self._evict(ctx)
+            return
+        if DIRECT_POD in labels_of(pod):
+            ctx.log.info("evict direct pod on reclaim", caller=f"{POOLING}:76")
+            self._evict(ctx)
+            return
+
+        def back_to_pool() -> None:
+            mutable_annotations(pod).pop(RECLAIMED_AT, None)
+            mutable_labels(pod)[PHASE] = "Idle"
+
+        ctx.client.patch(PODS, pod, back_to_pool)
+
+    def _set_phase(self, ctx: Context, phase: str) -> None:
+        pod = ctx.obj
+        try:
+            ctx.client.patch(PODS, pod, lambda: mutable_labels(pod).__setitem__(PHASE, phase))
+        except Exception as err:
+            raise wrap(err, "error patch CN phase idle") from err
+
+    def _evict(self, ctx: Context) -> None:
+        """evictPoolPodGracefully (pooling.go:119-138): phase Terminating; the pool deletes it."""
+        pod = ctx.obj
+
+        def terminate() -> None:
+            mutable_labels(pod)[PHASE] = "Terminating"
+            if labels_of(pod).get(DIRECT_POD):
+                mutable_labels(pod)[KRUISE_STATE] = "PreparingDelete"
+
+        try:
+            ctx.client.patch(PODS, pod, terminate)
+        except Exception as err:
+            raise wrap(err) from err

@@ -1,0 +1,273 @@
+"""The recorder: one ordered history of everything seen in a test namespace.
+
+It watches CNClaims, CNClaimSets, CNPools, Pods and Events, follows the
+operator's log and takes our own actions and markers, appending each as one
+entry with a sequence number and receive time. It is the single source of
+truth: triggers wait on it, invariants read its history, the timeline renders
+it. Nothing else polls the API.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from kubernetes import client
+
+from mochaos.errors import InfraError
+from mochaos.observe.oplog import parse_log_line
+from mochaos.observe.watching import KindWatcher, RawEvent
+from mochaos.types import (
+    ActionRecord,
+    Change,
+    Entry,
+    History,
+    LogRecord,
+    Marker,
+    RunningOperator,
+    State,
+)
+
+WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
+
+Listener = Callable[[Entry, State], None]
+
+
+class Recorder:
+    """Records one namespace; see the module docstring."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        namespace: str,
+        kinds: Iterable[str] = WATCHED_KINDS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.namespace = namespace
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._entries: list[Entry] = []
+        self._state = State()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
+        self._listeners: list[Listener] = []
+        self.watchers = [
+            KindWatcher(api, kind=k, namespace=namespace, emit=self._on_event, stop=self._stop)
+            for k in kinds
+        ]
+        self.log_lines_skipped = 0
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """List every kind, then watch each from its list version in a thread."""
+        for w in self.watchers:
+            w.initial_list()
+        for w in self.watchers:
+            self._spawn(f"watch-{w.kind}", w.continuous_watch)
+
+    def follow_operator(self, operator: RunningOperator) -> None:
+        """Tail the operator's log into the history (this namespace's lines only)."""
+        self._spawn("operator-log", lambda: self._tail(operator))
+
+    def stop(self) -> None:
+        """Stop every watch and tail; idempotent."""
+        self._stop.set()
+        for w in self.watchers:
+            w.stop()
+        for t in self._threads:
+            t.join(timeout=5)
+        with self._cond:
+            self._cond.notify_all()
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                target()
+            except BaseException as err:  # surfaced by check_healthy()
+                if not self._stop.is_set():
+                    self._errors.append(err)
+                    with self._cond:
+                        self._cond.notify_all()
+
+        t = threading.Thread(target=run, name=f"recorder-{name}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def check_healthy(self) -> None:
+        """Raise InfraError when a watch or the log tail died."""
+        if self._errors:
+            err = self._errors[0]
+            raise InfraError(
+                f"recorder lost a stream: {type(err).__name__}: {err}",
+                hint="the apiserver or the operator log became unreadable; see the test log",
+            ) from err
+
+    # -- appending ---------------------------------------------------------------
+
+    def _append(self, make: Callable[[int, float], Entry]) -> Entry:
+        with self._cond:
+            entry = make(len(self._entries), self._clock())
+            self._entries.append(entry)
+            if isinstance(entry, Change):
+                self._state.apply(entry)
+            for listener in self._listeners:
+                listener(entry, self._state)
+            self._cond.notify_all()
+        return entry
+
+    def _on_event(self, kind: str, ev: RawEvent) -> None:
+        meta = ev.obj.get("metadata") or {}
+        # managedFields is bookkeeping of server-side apply: large and never judged.
+        meta.pop("managedFields", None)
+        self._append(
+            lambda seq, t: Change(
+                seq=seq, t=t, kind=kind, event=ev.event, namespace=meta.get("namespace", ""),
+                name=meta.get("name", ""), rv=ev.rv, obj=ev.obj,
+            )
+        )  # fmt: skip
+
+    def _tail(self, operator: RunningOperator) -> None:
+        for line in operator.follow_log(self._stop):
+            parsed = parse_log_line(line)
+            if parsed is None or parsed.namespace not in ("", self.namespace):
+                self.log_lines_skipped += 1
+                continue
+            self._append(
+                lambda seq, t, p=parsed: LogRecord(
+                    seq=seq, t=p.ts or t, level=p.level, msg=p.msg, namespace=p.namespace,
+                    name=p.name, fields=p.fields,
+                )
+            )  # fmt: skip
+
+    def record_action(self, **fields: Any) -> ActionRecord:
+        """Append an ActionRecord (fields as in mochaos.types.ActionRecord, minus seq/t)."""
+        entry = self._append(lambda seq, t: ActionRecord(seq=seq, t=t, **fields))
+        assert isinstance(entry, ActionRecord)
+        return entry
+
+    def mark(self, label: str) -> Marker:
+        """Append a scenario marker."""
+        entry = self._append(lambda seq, t: Marker(seq=seq, t=t, label=label))
+        assert isinstance(entry, Marker)
+        return entry
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(entry, state)`` under the recorder's lock after every append."""
+        with self._cond:
+            self._listeners.append(listener)
+
+    # -- reading -----------------------------------------------------------------
+
+    def history(self) -> History:
+        """An immutable snapshot of the history so far."""
+        with self._cond:
+            return History(self._entries)
+
+    def snapshot(self) -> State:
+        """A copy of the current object state."""
+        with self._cond:
+            return self._state.copy()
+
+    def wait_for(
+        self, predicate: Callable[[State], bool], *, timeout: float
+    ) -> tuple[Entry | None, State] | None:
+        """Block until ``predicate(state)`` holds; return (the entry that made it true, state).
+
+        The entry is None when the predicate already held on entry. Returns None on timeout.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            if predicate(self._state):
+                return None, self._state.copy()
+            seen = len(self._entries)
+            while True:
+                self.check_healthy()
+                for entry in self._entries[seen:]:
+                    seen += 1
+                    if predicate(self._state):
+                        return entry, self._state.copy()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stop.is_set():
+                    return None
+                self._cond.wait(remaining)
+
+    def quiet_for(self, seconds: float, *, timeout: float, kinds: Iterable[str]) -> bool:
+        """Wait until no change of ``kinds`` arrived for ``seconds``; False on timeout."""
+        kinds = set(kinds)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                last = next(
+                    (e.t for e in reversed(self._entries)
+                     if isinstance(e, Change) and e.kind in kinds),
+                    0.0,
+                )  # fmt: skip
+                idle = self._clock() - last
+                if idle >= seconds:
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, seconds - idle))
+
+    def wait_for_entry(
+        self, match: Callable[[Entry], bool], *, timeout: float, since: int | None = None
+    ) -> Entry | None:
+        """Block until an entry satisfies ``match``; None on timeout.
+
+        Entries are considered from sequence number ``since`` (default: only new ones).
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            seen = len(self._entries) if since is None else since
+            while True:
+                self.check_healthy()
+                for entry in self._entries[seen:]:
+                    seen += 1
+                    if match(entry):
+                        return entry
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stop.is_set():
+                    return None
+                self._cond.wait(remaining)
+
+    def resolve_action(self, seq: int, *, in_window: bool) -> None:
+        """Fill in whether the action at ``seq`` landed while its trigger held."""
+        with self._cond:
+            entry = self._entries[seq]
+            assert isinstance(entry, ActionRecord)
+            self._entries[seq] = replace(entry, in_window=in_window)
+
+    def barrier(self, *, timeout: float = 10.0) -> None:
+        """Wait until the history holds every change made before this call, for every kind.
+
+        A consistent LIST gives a version V per kind; the watch has caught up when it
+        delivered anything at or past V, or when our state already equals the list.
+        """
+        for w in self.watchers:
+            version, items = w.list()
+            want = {o["metadata"]["name"]: int(o["metadata"]["resourceVersion"]) for o in items}
+            deadline = time.monotonic() + timeout
+            with self._cond:
+                while not (w.last_rv >= version or _matches(self._state.all(w.kind), want)):
+                    self.check_healthy()
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise InfraError(
+                            f"recorder did not catch up with the apiserver for {w.kind} "
+                            f"in {timeout:.0f}s",
+                            hint="the watch is stuck; see the test log",
+                        )
+                    self._cond.wait(min(remaining, 0.2))
+
+
+def _matches(objects: dict[str, dict[str, Any]], want: dict[str, int]) -> bool:
+    if set(objects) != set(want):
+        return False
+    return all(int(objects[n]["metadata"]["resourceVersion"]) >= rv for n, rv in want.items())

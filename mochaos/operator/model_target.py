@@ -1,0 +1,56 @@
+"""``model:<profile>``: the reference operator model as one process per test namespace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mochaos.errors import UsageError
+from mochaos.model.profiles import ALIASES, PROFILES, valid_names
+from mochaos.operator.install import apply_crds
+from mochaos.operator.process import OperatorProcess
+from mochaos.types import Cluster
+
+
+class ModelTarget:
+    """Installs our CRDs and starts ``python -m mochaos.model`` per namespace."""
+
+    def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
+        if profile not in PROFILES and profile not in ALIASES:
+            raise UsageError(
+                f"unknown model profile {profile!r}",
+                hint=f"use model:<p> with p one of {valid_names()}",
+            )
+        self.profile = profile
+        self.time_scale = time_scale
+        self.spec = f"model:{profile}"
+        self.version = f"model-{profile}"
+
+    def install(self, cluster: Cluster) -> None:
+        """Apply the CNClaim / CNClaimSet / CNPool CRDs (idempotent)."""
+        apply_crds(cluster)
+
+    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
+        """Start the model for one namespace and wait until its informers synced."""
+        ready_file = log_dir / "operator.ready"
+        user_agent = f"matrixone-operator-model/{self.profile}"
+        command = [
+            sys.executable, "-m", "mochaos.model",
+            "--profile", self.profile,
+            "--kubeconfig", str(cluster.kubeconfig),
+            "--namespace", namespace,
+            "--log-file", str(log_dir / "operator.log"),
+            "--ready-file", str(ready_file),
+            "--time-scale", repr(self.time_scale),
+            "--user-agent", user_agent,
+        ]  # fmt: skip
+        proc = OperatorProcess(
+            target=self.spec,
+            version=self.version,
+            user_agent=user_agent,
+            command=command,
+            log_path=log_dir / "operator.log",
+            ready_file=ready_file,
+        )
+        proc.start()
+        return proc

@@ -1,0 +1,646 @@
+"""The incident timeline: a History turned into the table a bug report would show.
+
+Object changes become semantic events by diffing successive versions of each
+object; operator log lines keep their key fields; repeated retry lines of one
+object collapse into one row; our own writes appear once, as the action row;
+the first violation of each failed invariant gets a row of its own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mochaos.types import (
+    CLAIMED_BY_LABEL,
+    CLAIMSET_LABEL,
+    PHASE_LABEL,
+    ActionRecord,
+    Change,
+    History,
+    LogRecord,
+    Verdict,
+    obj_deleting,
+    obj_labels,
+)
+
+SHORT_KIND = {"CNClaim": "claim", "CNClaimSet": "claimset", "Pod": "pod", "CNPool": "pool"}
+_CANONICAL_KIND = {k.lower(): k for k in SHORT_KIND} | {v: k for k, v in SHORT_KIND.items()}
+TRACKED_KINDS = ("CNClaim", "CNClaimSet", "Pod")
+
+MARKER_TEXT = {
+    "scenario": "scenario starts",
+    "epilogue": "epilogue: all claim sets scaled to 0",
+    "settled": "settled: final checks",
+}
+
+_FINALIZE_MSGS = frozenset(
+    {
+        "finalize CNClaim",
+        "does not complete finalizing, retry",
+        "skip reclaim, pod still claimed by other CNClaim",
+    }
+)
+_CLAIMSET_MSGS = frozenset({"sort claims to scale-in", "skip migrating claims from scale-in"})
+_CONTROLLER_KINDS = {
+    "cn-claim-manager": "CNClaim",
+    "cn-claimset-manager": "CNClaimSet",
+    "cn-pool-manager": "CNPool",
+    "cnstore": "Pod",
+}
+"""The reconciled kind of each operator controller (the ``controller`` log key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineRow:
+    """One row of the incident table.
+
+    ``offset`` is seconds from the history start; condensed rows also carry the
+    offset of their last line (``end_offset``) and how many lines they stand for.
+    ``action`` marks a mo-chaos action (chaos fault or agent emulation),
+    ``violation`` the first violation of a failed invariant.
+    """
+
+    t: float
+    offset: float
+    component: str
+    object: str
+    event: str
+    action: bool = False
+    violation: bool = False
+    seq: int = 0
+    end_offset: float | None = None
+    count: int = 1
+
+
+def object_ref(kind: str, name: str) -> str:
+    """``claim/X`` for (CNClaim, X); unknown kinds keep their own name."""
+    kind = _CANONICAL_KIND.get(kind.lower(), kind) if kind else ""
+    short = SHORT_KIND.get(kind, kind.lower())
+    return f"{short}/{name}" if short else name
+
+
+def normalise_ref(ref: str) -> str:
+    """Map ``CNClaim/X`` or ``cnclaim/X`` to ``claim/X``; other strings are kept."""
+    kind, sep, name = ref.partition("/")
+    return object_ref(kind, name) if sep and kind.lower() in _CANONICAL_KIND else ref
+
+
+def _get(obj: dict[str, Any] | None, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _span(first: float, last: float) -> str:
+    return f"{first:.1f}–{last:.1f} s"
+
+
+def _times(n: int) -> str:
+    return f"{n} time" if n == 1 else f"{n} times"
+
+
+# --------------------------------------------------------------------------
+# Object changes -> semantic events
+# --------------------------------------------------------------------------
+
+
+def _claim_events(prev: dict[str, Any], cur: dict[str, Any]) -> list[str]:
+    parts: list[str] = []
+    old_pod, new_pod = _get(prev, "spec", "podName") or "", _get(cur, "spec", "podName") or ""
+    old_src = _get(prev, "spec", "sourcePod", "podName") or ""
+    new_src = _get(cur, "spec", "sourcePod", "podName") or ""
+    migration_requested = bool(new_src) and new_src != old_src
+    if migration_requested:
+        parts.append(f"migration requested: pod/{new_src} → pod/{new_pod}")
+    elif old_src and not new_src:
+        parts.append(f"migration completed on pod/{new_pod}" if new_pod else "migration cleared")
+    if old_pod != new_pod and not migration_requested:
+        if not old_pod:
+            parts.append(f"bound to pod/{new_pod}")
+        elif not new_pod:
+            parts.append(f"podName cleared (was pod/{old_pod})")
+        else:
+            parts.append(f"podName pod/{old_pod} → pod/{new_pod}")
+    old_phase, new_phase = _get(prev, "status", "phase") or "", _get(cur, "status", "phase") or ""
+    if old_phase != new_phase and new_phase:
+        parts.append(f"phase {old_phase} → {new_phase}" if old_phase else f"phase {new_phase}")
+    old_store = _get(prev, "status", "store", "string") or ""
+    new_store = _get(cur, "status", "store", "string") or ""
+    if old_store and new_store and old_store != new_store:
+        parts.append(f"store moved to pod/{new_store}")
+    return parts
+
+
+def _pod_events(prev: dict[str, Any], cur: dict[str, Any]) -> list[str]:
+    parts: list[str] = []
+    old_phase, new_phase = _get(prev, "status", "phase") or "", _get(cur, "status", "phase") or ""
+    if old_phase != new_phase and new_phase:
+        parts.append(new_phase if new_phase == "Running" else f"pod phase {new_phase}")
+    old_labels, new_labels = obj_labels(prev), obj_labels(cur)
+    old_pl, new_pl = old_labels.get(PHASE_LABEL, ""), new_labels.get(PHASE_LABEL, "")
+    if old_pl != new_pl:
+        if old_pl and new_pl:
+            parts.append(f"phase label {old_pl} → {new_pl}")
+        else:
+            parts.append(f"phase label {new_pl}" if new_pl else f"phase label {old_pl} removed")
+    old_cb, new_cb = old_labels.get(CLAIMED_BY_LABEL, ""), new_labels.get(CLAIMED_BY_LABEL, "")
+    if old_cb != new_cb:
+        if old_cb and new_cb:
+            parts.append(f"claimed-by {old_cb} → {new_cb}")
+        else:
+            parts.append(f"claimed-by={new_cb}" if new_cb else f"claimed-by {old_cb} removed")
+    return parts
+
+
+def _claimset_events(prev: dict[str, Any], cur: dict[str, Any]) -> list[str]:
+    old, new = _get(prev, "spec", "replicas"), _get(cur, "spec", "replicas")
+    if old != new and new is not None and prev:
+        return [f"replicas {old} → {new}"]
+    return []
+
+
+_DIFFERS = {"CNClaim": _claim_events, "Pod": _pod_events, "CNClaimSet": _claimset_events}
+
+
+def _created_text(change: Change, start: float) -> str:
+    obj = change.obj
+    if change.kind == "CNClaim":
+        claimset = obj_labels(obj).get(CLAIMSET_LABEL)
+        return f"claim created (set {claimset})" if claimset else "claim created"
+    if change.kind == "CNClaimSet":
+        return f"claimset created (replicas {_get(obj, 'spec', 'replicas')})"
+    created = _get(obj, "metadata", "creationTimestamp")
+    verb = "created"
+    if isinstance(created, str):
+        try:
+            born = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            born = start
+        verb = "present" if born < start - 1.0 else "created"
+    return f"pod {verb}"
+
+
+def change_events(prev: dict[str, Any] | None, change: Change, start: float) -> list[str]:
+    """The semantic events of one watch event, given the previous version (None if new)."""
+    if change.event == "DELETED":
+        return ["gone"]
+    differ = _DIFFERS.get(change.kind)
+    if differ is None:
+        return []
+    parts = [_created_text(change, start)] if prev is None else []
+    base = prev or {}
+    if obj_deleting(change.obj) and not obj_deleting(base):
+        parts.append("deletion requested")
+    if prev is None and change.kind == "CNClaimSet":
+        return parts
+    return parts + differ(base, change.obj)
+
+
+# --------------------------------------------------------------------------
+# Our own writes
+# --------------------------------------------------------------------------
+
+
+def _caused_by(action: ActionRecord, prev: dict[str, Any] | None, change: Change) -> bool:
+    """True when ``change`` is the effect of ``action`` (same rv, and the write changed it).
+
+    A write that changed nothing gets back the object's current resourceVersion,
+    which belongs to someone else's change; checking the expected effect keeps
+    that change visible.
+    """
+    kind = _CANONICAL_KIND.get(action.kind.lower(), action.kind) if action.kind else ""
+    if (kind and kind != change.kind) or (action.name and action.name != change.name):
+        return False
+    cur = change.obj
+    if action.action == "request_migration":
+        return any(
+            _get(prev, "spec", key) != _get(cur, "spec", key) for key in ("podName", "sourcePod")
+        )
+    if action.action == "scale_claimset":
+        return _get(prev, "spec", "replicas") != _get(cur, "spec", "replicas")
+    if action.action in ("delete_pod", "delete_claim"):
+        return change.event == "DELETED" or (obj_deleting(cur) and not obj_deleting(prev or {}))
+    if action.action == "remove_label":
+        return obj_labels(prev or {}) != obj_labels(cur)
+    if action.action == "create":
+        return prev is None
+    return True
+
+
+def _window_text(action: ActionRecord) -> str:
+    if not action.trigger:
+        return ""
+    at = f" @rv {action.trigger_rv}" if action.trigger_rv is not None else ""
+    window = {True: "in window", False: "MISSED window", None: "window not verified"}
+    return f" [trigger {action.trigger}{at}, {window[action.in_window]}]"
+
+
+def _action_text(action: ActionRecord, effect: tuple[dict[str, Any] | None, Change] | None) -> str:
+    params = action.params
+    prev = effect[0] if effect else None
+    match action.action:
+        case "request_migration":
+            text = f"request migration pod/{params.get('source')} → pod/{params.get('target')}"
+        case "scale_claimset":
+            old = _get(prev, "spec", "replicas")
+            old_text = f"{old} → " if old is not None else ""
+            text = f"scale replicas {old_text}{params.get('replicas')}"
+        case "delete_pod" | "delete_claim":
+            text = "delete"
+        case "remove_label":
+            text = f"remove label {params.get('key', '')}".rstrip()
+        case "pause_operator":
+            text = f"pause operator for {params.get('seconds')} s"
+        case "restart_operator" | "kill_operator":
+            text = action.action.replace("_", " ")
+        case "create":
+            replicas = _get(effect[1].obj, "spec", "replicas") if effect else None
+            text = "create" if replicas is None else f"create (replicas {replicas})"
+        case _:
+            args = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+            text = f"{action.action}({args})"
+    if action.error:
+        text += f" FAILED: {action.error}"
+    return text + _window_text(action)
+
+
+def _action_object(action: ActionRecord) -> str:
+    if action.action.endswith("_operator"):
+        return "operator"
+    return object_ref(action.kind, action.name) if action.name else "–"
+
+
+# --------------------------------------------------------------------------
+# Operator log lines
+# --------------------------------------------------------------------------
+
+
+def _pod_name(value: Any) -> str:
+    """The pod name inside a log field that holds either a name or a whole Pod."""
+    name = _get(value, "metadata", "name") if isinstance(value, dict) else value
+    return str(name) if name else "?"
+
+
+def _sorted_claims(value: Any) -> list[str]:
+    """Claim names, in order, from the ``sorted`` field of ``sort claims to scale-in``."""
+    names: list[str] = []
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, str):
+            names.append(item)
+            continue
+        claim = None
+        if isinstance(item, dict):
+            keys = [k for k in item if "claim" in k.lower()] or list(item)
+            for key in keys:
+                claim = _get(item[key], "metadata", "name") or (
+                    item[key] if isinstance(item[key], str) else None
+                )
+                if claim:
+                    break
+        if claim:
+            names.append(str(claim))
+    return names
+
+
+def _single_log_text(rec: LogRecord) -> str | None:
+    """The row text of a log line shown as its own row (None: not shown)."""
+    f = rec.fields
+    match rec.msg:
+        case "start bind cn claim":
+            return "start bind cn claim"
+        case "CN bind success":
+            return f"CN bind success: pod/{_pod_name(f.get('claimed CN'))}"
+        case "start draining source pod":
+            return f"start draining source pod/{f.get('pod')}"
+        case "sort claims to scale-in":
+            order = _sorted_claims(f.get("sorted"))
+            return "sort claims to scale-in" + (f": {', '.join(order)}" if order else "")
+        case "skip migrating claims from scale-in":
+            return f"scale-in skipped {f.get('count')} migrating claim(s)"
+        case "finalize CNClaim, reclaim bound CN":
+            return f"finalize: reclaim bound pod/{_pod_name(f.get('cn'))}"
+        case "release pod label, pod claimed by other CNClaim":
+            return (
+                f"finalize: release label of pod/{f.get('pod')} (held by claim/{f.get('holder')})"
+            )
+        case "resource finalizing complete, remove finalizer":
+            return "finalize complete, finalizer removed"
+        case "multiple orphan CN bound to 1 claim":
+            return f"{f.get('count')} orphan pods bound to this claim"
+        case "drain pool pod timeout, delete it to avoid workload intervention":
+            return "drain timed out, pod evicted"
+        case "finalize CNClaim":
+            return "finalize CNClaim"
+    return None
+
+
+def _group_key(rec: LogRecord, obj: str) -> tuple[Any, ...] | None:
+    """Lines with the same key collapse into one row when repeated."""
+    f = rec.fields
+    if rec.msg in _FINALIZE_MSGS:
+        return (obj, "finalize")
+    if rec.msg == "migrate claimed pod":
+        return (obj, "migrate", f.get("source"), f.get("target"))
+    if rec.msg == "start bind cn claim":
+        return (obj, "bind")
+    if rec.msg == "skip pod claimed by other CNClaim":
+        return (obj, "skip-pod", f.get("podName"), f.get("holder"))
+    if rec.level.lower() == "error" or rec.msg == "error keep bound CN working":
+        return (obj, "error", str(f.get("error") or rec.msg).splitlines()[0])
+    return None
+
+
+def _group_text(key: tuple[Any, ...], lines: list[LogRecord], start: float) -> str:
+    first, last, n = lines[0].t - start, lines[-1].t - start, len(lines)
+    kind = key[1]
+    if kind == "finalize":
+        if n == 1:
+            return _single_log_text(lines[0]) or lines[0].msg
+        retries = sum(r.msg == "does not complete finalizing, retry" for r in lines)
+        retries = retries or sum(r.msg == "finalize CNClaim" for r in lines)
+        skips: dict[tuple[str, str], int] = defaultdict(int)
+        for r in lines:
+            if r.msg == "skip reclaim, pod still claimed by other CNClaim":
+                skips[(str(r.fields.get("pod")), str(r.fields.get("holder")))] += 1
+        detail = "".join(
+            f"; skip reclaim pod/{pod} (held by claim/{holder}) ×{count}"
+            for (pod, holder), count in skips.items()
+        )
+        return f"Finalize retried {_times(retries)}, {_span(first, last)}{detail}"
+    if kind == "migrate":
+        text = f"migrate claimed pod: pod/{key[2]} → pod/{key[3]}"
+        return text if n == 1 else f"{text}, repeated {_times(n)}, {_span(first, last)}"
+    if kind == "bind":
+        return (
+            "start bind cn claim" if n == 1 else f"bind attempted {_times(n)}, {_span(first, last)}"
+        )
+    if kind == "skip-pod":
+        text = f"bind skipped pod/{key[2]} (held by claim/{key[3]})"
+    else:
+        text = f"error: {key[2]}"
+    return text if n == 1 else f"{text} ×{n}, {_span(first, last)}"
+
+
+# --------------------------------------------------------------------------
+# Assembly
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Rows:
+    """Rows under construction; sorted by time, then by the seq of their entry.
+
+    Log lines carry the operator's own timestamp, watch events their receive time,
+    so time order reads naturally; the seq breaks ties, and violation rows are
+    added last, so at equal times a violation follows the entry that violated.
+    """
+
+    start: float
+    rows: list[TimelineRow] = field(default_factory=list)
+
+    def add(self, seq: int, t: float, component: str, obj: str, event: str, **kw: Any) -> None:
+        self.rows.append(
+            TimelineRow(
+                t=t,
+                offset=t - self.start,
+                component=component,
+                object=obj,
+                event=event,
+                seq=seq,
+                **kw,
+            )
+        )
+
+    def sorted(self) -> list[TimelineRow]:
+        return sorted(self.rows, key=lambda row: (row.t, row.seq))
+
+
+def _attribute_writes(
+    history: History,
+) -> tuple[dict[int, tuple[dict[str, Any] | None, Change]], set[int]]:
+    """Match our writes to the changes they caused: action seq -> (prev, change)."""
+    by_rv: dict[int, list[ActionRecord]] = defaultdict(list)
+    for action in history.actions():
+        if action.write_rv is not None:
+            by_rv[action.write_rv].append(action)
+    effects: dict[int, tuple[dict[str, Any] | None, Change]] = {}
+    ours: set[int] = set()
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for change in history.changes():
+        key = (change.kind, change.name)
+        prev = last.get(key)
+        for action in by_rv.get(change.rv, ()):
+            if action.seq not in effects and _caused_by(action, prev, change):
+                effects[action.seq] = (prev, change)
+                ours.add(change.seq)
+                break
+        if change.event == "DELETED":
+            last.pop(key, None)
+        else:
+            last[key] = change.obj
+    return effects, ours
+
+
+def _change_rows(rows: _Rows, history: History, ours: set[int]) -> None:
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for change in history.changes():
+        key = (change.kind, change.name)
+        prev = last.get(key)
+        if change.event == "DELETED":
+            last.pop(key, None)
+        else:
+            last[key] = change.obj
+        if change.kind not in TRACKED_KINDS or change.seq in ours:
+            continue
+        events = change_events(prev, change, history.start)
+        if events:
+            ref = object_ref(change.kind, change.name)
+            rows.add(change.seq, change.t, change.component, ref, "; ".join(events))
+
+
+def _deletion_seqs(history: History) -> dict[tuple[str, str], int]:
+    """(kind, name) -> seq of the first change that shows the object deleting or gone."""
+    seqs: dict[tuple[str, str], int] = {}
+    for change in history.changes():
+        if change.event == "DELETED" or obj_deleting(change.obj):
+            seqs.setdefault((change.kind, change.name), change.seq)
+    return seqs
+
+
+def _retry_row(rows: _Rows, attempts: list[ActionRecord], start: float, *, deleting: bool) -> None:
+    first, last = attempts[0].t - start, attempts[-1].t - start
+    what = "kept retrying migration of the deleting claim" if deleting else "retried migration"
+    text = f"agent {what} {_times(len(attempts))}, {_span(first, last)}"
+    failed = [a for a in attempts if a.error]
+    if failed:
+        text += f" ({len(failed)} failed, last: {failed[-1].error})"
+    rows.add(
+        attempts[0].seq,
+        attempts[0].t,
+        attempts[0].component,
+        _action_object(attempts[0]),
+        text,
+        end_offset=last,
+        count=len(attempts),
+    )
+
+
+def _action_rows(rows: _Rows, history: History, effects: dict[int, Any]) -> None:
+    """One row per action; the agent's repeated migration requests condensed.
+
+    Retries are split at the claim's deletion: before it they are the agent
+    waiting for a migration, after it they hammer a claim that is going away.
+    """
+    retries: dict[tuple[Any, ...], list[ActionRecord]] = defaultdict(list)
+    for action in history.actions():
+        if action.action == "request_migration":
+            key = (
+                action.kind,
+                action.name,
+                action.params.get("source"),
+                action.params.get("target"),
+            )
+            retries[key].append(action)
+            if len(retries[key]) > 1:
+                continue
+        text = _action_text(action, effects.get(action.seq))
+        rows.add(action.seq, action.t, action.component, _action_object(action), text, action=True)
+    deletions = _deletion_seqs(history)
+    for (kind, name, _, _), attempts in retries.items():
+        gone = deletions.get((_CANONICAL_KIND.get(kind.lower(), kind), name))
+        later = attempts[1:]
+        before = [a for a in later if gone is None or a.seq < gone]
+        after = [a for a in later if gone is not None and a.seq > gone]
+        for part, deleting in ((before, False), (after, True)):
+            if part:
+                _retry_row(rows, part, history.start, deleting=deleting)
+
+
+def _log_rows(rows: _Rows, history: History) -> None:
+    kinds: dict[str, set[str]] = defaultdict(set)
+    for change in history.changes():
+        kinds[change.name].add(change.kind)
+    groups: dict[tuple[Any, ...], list[LogRecord]] = {}
+    for rec in history.logs():
+        controller_kind = _CONTROLLER_KINDS.get(str(rec.fields.get("controller", "")))
+        if rec.msg in _CLAIMSET_MSGS:
+            obj = object_ref("CNClaimSet", rec.name)
+        elif controller_kind is not None:
+            obj = object_ref(controller_kind, rec.name) if rec.name else "operator"
+        else:
+            seen = kinds.get(rec.name, set())
+            kind = next((k for k in ("CNClaim", "CNClaimSet", "Pod") if k in seen), "CNClaim")
+            obj = object_ref(kind, rec.name) if rec.name else "operator"
+        key = _group_key(rec, obj)
+        if key is not None:
+            groups.setdefault(key, []).append(rec)
+            continue
+        text = _single_log_text(rec)
+        if text is not None:
+            rows.add(rec.seq, rec.t, rec.component, obj, text)
+    for key, lines in groups.items():
+        first = lines[0]
+        rows.add(
+            first.seq,
+            first.t,
+            first.component,
+            key[0],
+            _group_text(key, lines, history.start),
+            end_offset=lines[-1].t - history.start if len(lines) > 1 else None,
+            count=len(lines),
+        )
+
+
+def _violation_rows(rows: _Rows, history: History, verdicts: Iterable[Verdict]) -> None:
+    seen: set[str] = set()
+    for verdict in verdicts:
+        if not verdict.failed or verdict.invariant in seen:
+            continue
+        seen.add(verdict.invariant)
+        viol = verdict.violation
+        if viol is None:
+            note = verdict.note or "failed without a recorded observation"
+            last_seq = history[-1].seq if len(history) else 0
+            rows.add(
+                last_seq,
+                history.end,
+                "apiserver",
+                "–",
+                f"VIOLATION {verdict.invariant}: {note}",
+                violation=True,
+            )
+            continue
+        objects = ", ".join(normalise_ref(o) for o in viol.objects) or "–"
+        rows.add(
+            viol.seq,
+            viol.t,
+            "apiserver",
+            objects,
+            f"VIOLATION {verdict.invariant}: {viol.message}",
+            violation=True,
+        )
+
+
+def build_rows(history: History, verdicts: Sequence[Verdict]) -> list[TimelineRow]:
+    """The timeline rows of one test, in the order things happened."""
+    rows = _Rows(start=history.start)
+    effects, ours = _attribute_writes(history)
+    _change_rows(rows, history, ours)
+    _action_rows(rows, history, effects)
+    _log_rows(rows, history)
+    for marker in history.markers():
+        text = MARKER_TEXT.get(marker.label, marker.label)
+        rows.add(marker.seq, marker.t, marker.component, "–", text)
+    _violation_rows(rows, history, verdicts)
+    return rows.sorted()
+
+
+# --------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def utc_clock(t: float) -> str:
+    """``HH:MM:SS.mmm`` in UTC."""
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def render_markdown(rows: Sequence[TimelineRow], *, title: str, meta: dict[str, str]) -> str:
+    """The timeline as a Markdown document: title, metadata list, legend, table."""
+    lines = [f"# {title}", ""]
+    lines += [f"- **{_cell(k)}**: {_cell(str(v))}" for k, v in meta.items()]
+    if meta:
+        lines.append("")
+    if rows:
+        start = rows[0].t - rows[0].offset
+        day = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        lines.append(
+            f"Times are UTC; +s counts seconds from the first recorded entry ({day} UTC). "
+            "⚡ marks an action of mo-chaos (fault or agent emulation), "
+            "❌ the first violation of an invariant."
+        )
+        lines.append("")
+    lines += ["| time (UTC) | +s | component | object | event |", "|---|---:|---|---|---|"]
+    for row in rows:
+        event = _cell(row.event)
+        if row.action:
+            event = f"⚡ **{event}**"
+        elif row.violation:
+            event = f"❌ **{event}**"
+        lines.append(
+            f"| {utc_clock(row.t)} | {row.offset:.1f} | {_cell(row.component)} "
+            f"| {_cell(row.object)} | {event} |"
+        )
+    if not rows:
+        lines += ["", "(no events recorded)"]
+    return "\n".join(lines) + "\n"

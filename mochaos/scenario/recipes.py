@@ -1,0 +1,77 @@
+"""Reusable set-ups of the suites: the seed race's pool and claim sets.
+
+OPERATOR-BEHAVIOUR.md §11.6 and the bug report's own reproduction: claim X of
+set S1 is migrated onto the pod B of claim Z (set S2), then S1 is scaled in
+while X's source drains. Y's pod serves one session, so the operator's own
+deletion-cost tie-breaker — not creation-time luck — decides which claim a
+scale-in prefers: the migrating X, whose target B has no sessions yet (§11.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mochaos.scenario.engine import Scenario
+from mochaos.scenario.predicates import Predicate, named
+from mochaos.types import (
+    CLAIMED_BY_LABEL,
+    CLAIMSET_LABEL,
+    DELETION_COST_ANNOTATION,
+    State,
+    obj_labels,
+)
+
+
+@dataclass(frozen=True)
+class SeedTopology:
+    """Names in the seed race: claims X, Y (set S1), Z (set S2) and their pods A, C, B."""
+
+    x: str
+    y: str
+    z: str
+    a: str
+    b: str
+    c: str
+
+
+def deletion_cost_is(pod: str, value: str) -> Predicate:
+    """The store published ``value`` as the pod's deletion cost."""
+
+    def check(s: State) -> bool:
+        meta = (s.get("Pod", pod) or {}).get("metadata") or {}
+        return (meta.get("annotations") or {}).get(DELETION_COST_ANNOTATION) == value
+
+    return named(f"pod {pod} deletion cost {value}", check)
+
+
+def held_by_set(pod: str, claimset: str) -> Predicate:
+    """A claim of ``claimset`` has bound ``pod`` (its spec and the pod's label agree)."""
+
+    def check(s: State) -> bool:
+        obj = s.get("Pod", pod)
+        holder = obj_labels(obj).get(CLAIMED_BY_LABEL) if obj else None
+        claim = s.get("CNClaim", holder) if holder else None
+        return bool(
+            claim
+            and obj_labels(claim).get(CLAIMSET_LABEL) == claimset
+            and (claim.get("spec") or {}).get("podName") == pod
+        )
+
+    return named(f"pod {pod} bound by a claim of {claimset}", check)
+
+
+def build_s1(sc: Scenario, *, max_idle: int = 2) -> tuple[str, str]:
+    """A pool with idle pods and S1 = {X, Y} bound; Y's pod serves one session."""
+    sc.pool("pool", max_idle=max_idle)
+    x, y = sc.claimset("s1", replicas=2)
+    c = sc.pod_of(y)
+    sc.set_sessions(c, 1)
+    sc.wait(deletion_cost_is(c, "1"), timeout=sc.ts(45) + 10)
+    return x, y
+
+
+def build_seed(sc: Scenario) -> SeedTopology:
+    """S1 = {X, Y} as in :func:`build_s1`, then S2 = {Z} bound to a newer pod B."""
+    x, y = build_s1(sc)
+    (z,) = sc.claimset("s2", replicas=1)
+    return SeedTopology(x=x, y=y, z=z, a=sc.pod_of(x), b=sc.pod_of(z), c=sc.pod_of(y))

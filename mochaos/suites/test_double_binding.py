@@ -1,0 +1,31 @@
+"""#581: two claims bound to one pod when a bind races a migration (queue lag).
+
+OPERATOR-BEHAVIOUR.md §11.5, interleaving B: the agent points claim X at the
+Idle pod B; before X's Sync labels B, a Pending claim Y binds B. Freezing the
+operator while both writes land puts Y's Bind first in its queue.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mochaos.scenario.engine import Scenario
+from mochaos.scenario.predicates import claim_bound
+
+pytestmark = pytest.mark.scenario
+
+
+def test_double_binding_during_migration(scenario: Scenario):
+    """Y's Bind must skip the pod X's migration already names."""
+    sc = scenario
+    sc.pool("pool", max_idle=1)
+    (x,) = sc.claimset("s1", replicas=1)
+    sc.idle_pods("pool", at_least=1)
+    target = sc.agent.pick_target(x)
+    sc.actions.pause_operator(max(sc.ts(10), 2.0))
+    y = sc.claim("y", wait_bound=False)
+    sc.agent.request_migration(x, target=target)
+    sc.wait(claim_bound(y), timeout=sc.ts(60) + 15)
+    sc.settle()
+    sc.epilogue()
+    sc.verdict()

@@ -1,0 +1,29 @@
+"""The operator restarts while a claim finalizes after a scale-in during migration.
+
+A restart lists every object afresh (OPERATOR-BEHAVIOUR.md §11.1, "what does
+end the loop"): the framework must keep its history across it and give the
+same kind of verdict, and a correct operator must finish what it started.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mochaos.scenario.engine import Scenario
+from mochaos.scenario.predicates import source_draining
+from mochaos.scenario.recipes import SeedTopology
+
+pytestmark = pytest.mark.scenario
+
+
+def test_operator_restart_during_finalize(scenario: Scenario, seed: SeedTopology):
+    """Scale in during the drain, then restart the operator at its first finalize."""
+    sc = scenario
+    sc.agent.request_migration(seed.x, target=seed.b)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.ts(60) + 10)
+    sc.scale_claimset("s1", replicas=1, trigger=draining)
+    finalizing = sc.when_logged("finalize CNClaim", timeout=sc.ts(30) + 10)
+    sc.actions.restart_operator(trigger=finalizing)
+    sc.settle()
+    sc.epilogue()
+    sc.verdict()

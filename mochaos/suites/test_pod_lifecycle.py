@@ -1,0 +1,49 @@
+"""A claim's pod disappears under it: B3 (Lost keeps spec.podName) and B4 (no event).
+
+OPERATOR-BEHAVIOUR.md §11.3 and §11.4. A correct operator notices the pod is
+gone, clears the claim's spec and binds it to another pod.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mochaos.scenario.engine import Scenario
+from mochaos.scenario.predicates import claim_bound, named
+from mochaos.types import CLAIMED_BY_LABEL, obj_labels
+
+pytestmark = pytest.mark.scenario
+
+
+def test_pod_lost_while_bound(scenario: Scenario):
+    """B3: the bound pod is deleted; the claim must not keep pointing at it."""
+    sc = scenario
+    sc.pool("pool", max_idle=1)
+    x = sc.claim("x")
+    bound = sc.when(claim_bound(x), timeout=sc.ts(30) + 10)
+    sc.delete_pod(sc.pod_of(x), trigger=bound)
+    sc.settle()
+    sc.epilogue()
+    sc.verdict()
+
+
+def test_label_removed_then_pod_deleted(scenario: Scenario):
+    """B4: the pod loses its claimed-by label first, then is deleted: is the claim told?"""
+    sc = scenario
+    sc.pool("pool", max_idle=1)
+    x = sc.claim("x")
+    pod = sc.pod_of(x)
+    sc.remove_label(pod, key=CLAIMED_BY_LABEL)
+    unlabelled = sc.when(
+        named(
+            f"pod {pod} has no {CLAIMED_BY_LABEL}",
+            lambda s: (
+                (p := s.get("Pod", pod)) is not None and CLAIMED_BY_LABEL not in obj_labels(p)
+            ),
+        ),
+        timeout=sc.ts(30) + 10,
+    )
+    sc.delete_pod(pod, trigger=unlabelled)
+    sc.settle()
+    sc.epilogue()
+    sc.verdict()
