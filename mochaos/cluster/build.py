@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from mochaos.errors import BuildError
 from mochaos.paths import cache_dir
+from mochaos.progress import announce
 
 KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"
@@ -36,7 +36,7 @@ Progress = Callable[[str], None]
 
 
 def _stderr_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    announce(line)
 
 
 @dataclass(frozen=True)

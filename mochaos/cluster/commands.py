@@ -14,7 +14,6 @@ import shlex
 import shutil
 import string
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ import yaml
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from mochaos.errors import InfraError, UsageError
+from mochaos.progress import announce
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 """The packaged manifests/ folder (templates, kind audit policy)."""
@@ -36,8 +36,8 @@ Progress = Callable[[str], None]
 
 
 def say(line: str) -> None:
-    """Print one progress line of mo-chaos to stderr."""
-    print(f"mo-chaos: {line}", file=sys.stderr, flush=True)
+    """One progress line of a long step (shown live; see mochaos.progress)."""
+    announce(line)
 
 
 @dataclass(frozen=True, slots=True)

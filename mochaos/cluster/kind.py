@@ -251,7 +251,7 @@ class DockerEngine:
         except DockerException as err:
             raise InfraError(
                 f"Docker engine not reachable ({str(err).splitlines()[0][:160]})",
-                hint="start Docker (kind and MinIO need it) or use --cluster=local",
+                hint="start Docker (kind and MinIO need it) or use --mochaos-cluster=local",
             ) from err
 
     def server_version(self) -> str:
@@ -405,7 +405,7 @@ class KindProvider:
         """Delete the cluster, unless it is to be kept."""
         if self.keep_cluster:
             self.progress(
-                f"keeping kind cluster {self.cluster_name} (--keep-cluster); "
+                f"keeping kind cluster {self.cluster_name} (--mochaos-keep-cluster); "
                 f"delete it with `kind delete cluster --name {self.cluster_name}`"
             )
             return

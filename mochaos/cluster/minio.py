@@ -4,7 +4,7 @@ A LogSet needs an S3 endpoint its pods can reach, a bucket, and a Secret with
 ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` in its own namespace (the
 operator's e2e uses the same shape). ``DockerMinio`` runs MinIO next to the
 kind nodes (testcontainers' Ryuk removes it when the session ends, even after a
-crash); ``InClusterMinio`` deploys it as a pod, for --minio=in-cluster and for
+crash); ``InClusterMinio`` deploys it as a pod, for --mochaos-minio=in-cluster and for
 existing clusters, where no Docker network is shared.
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from mochaos.errors import UsageError
 from mochaos.operator.install import apply_crds
@@ -71,3 +72,10 @@ class BinaryTarget:
         )
         proc.start()
         return proc
+
+
+def from_spec(value: str, options: dict[str, Any]) -> BinaryTarget:
+    """``binary:<path>``."""
+    if not value:
+        raise UsageError("binary: target needs a path", hint="use --operator=binary:/path")
+    return BinaryTarget(path=Path(value))

@@ -464,6 +464,9 @@ def _namespace_run_id(api_client: Any, namespace: str) -> str:
 class _ClusterOperator:
     """What both targets share: MinIO, the per-namespace topology, the pod handle."""
 
+    crds = "operator"
+    time_scaled = False
+
     spec: str
     version: str
 
@@ -671,3 +674,30 @@ class InstalledTarget(_ClusterOperator):
         self.version = image_version(dep.spec.template.spec.containers[0].image)
         wait_operator_ready(api, self.chart)
         self._start_minio(cluster, api)
+
+
+def _chart_kwargs(options: dict[str, Any], *, chart: bool) -> dict[str, Any]:
+    """Keyword arguments for the image targets from the run's settings (unset: default)."""
+    kwargs: dict[str, Any] = {
+        k: options[k] for k in ("mo_image", "minio", "run_id") if options.get(k) is not None
+    }
+    if chart:
+        fields = {"repo_url": "chart_repo", "version": "chart_version", "chart_path": "chart_path"}
+        chosen = {f: options[o] for f, o in fields.items() if options.get(o) is not None}
+        if chosen:
+            kwargs["chart"] = ChartOptions(**chosen)
+    return kwargs
+
+
+def image_from_spec(value: str, options: dict[str, Any]) -> ImageTarget:
+    """``image:<repository>:<tag>``."""
+    if not value:
+        raise UsageError("image: target needs a reference", hint="use image:<repo>:<tag>")
+    return ImageTarget(ref=value, **_chart_kwargs(options, chart=True))
+
+
+def installed_from_spec(value: str, options: dict[str, Any]) -> InstalledTarget:
+    """``installed``."""
+    if value:
+        raise UsageError(f"installed takes no value (got {value!r})", hint="use installed")
+    return InstalledTarget(**_chart_kwargs(options, chart=False))

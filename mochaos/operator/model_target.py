@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
+from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.install import apply_crds
 from mochaos.operator.process import OperatorProcess
-from mochaos.types import Cluster
+from mochaos.operator.sessions import ScoreAnnotationSessions
+from mochaos.types import Cluster, Waits
+
+
+def model_waits(time_scale: float) -> Waits:
+    """The model's intervals are the operator's, time-scaled; a few seconds of slack on top."""
+    s = CheckOptions(time_scale=time_scale).scaled
+    return Waits(
+        pool_ready=s(60) + 30,
+        bind=s(60) + 30,
+        deletion_cost=s(45) + 10,
+        migration_phase=s(120) + 10,
+        log_line=s(30) + 10,
+        teardown=s(10) + 5,
+    )
 
 
 class ModelTarget:
     """Installs our CRDs and starts ``python -m mochaos.model`` per namespace."""
+
+    images: tuple[str, ...] = ()
+    crds = "own"
+    time_scaled = True
 
     def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
         if profile not in PROFILES and profile not in ALIASES:
@@ -44,6 +64,8 @@ class ModelTarget:
             "--time-scale", repr(self.time_scale),
             "--user-agent", user_agent,
         ]  # fmt: skip
+        if cluster.context:
+            command += ["--context", cluster.context]
         proc = OperatorProcess(
             target=self.spec,
             version=self.version,
@@ -51,6 +73,16 @@ class ModelTarget:
             command=command,
             log_path=log_dir / "operator.log",
             ready_file=ready_file,
+            sessions=ScoreAnnotationSessions(cluster, namespace),
+            waits=model_waits(self.time_scale),
         )
         proc.start()
         return proc
+
+    def close(self) -> None:
+        """Nothing is held between tests."""
+
+
+def from_spec(value: str, options: dict[str, Any]) -> ModelTarget:
+    """``model:<profile>``."""
+    return ModelTarget(profile=value, time_scale=float(options.get("time_scale") or 1.0))

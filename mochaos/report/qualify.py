@@ -88,10 +88,15 @@ def _pytest_args(
     reports_dir: Path,
     extra_args: Sequence[str],
 ) -> list[str]:
-    args = [str(suites), f"--operator={operator}", f"--cluster={cluster}"]
+    args = [str(suites), f"--operator={operator}", f"--mochaos-cluster={cluster}"]
     if keyword:
         args += ["-k", keyword]
-    args += ["--reports-dir", str(reports_dir), "--junitxml", str(reports_dir / "junit.xml")]
+    args += [
+        "--mochaos-reports-dir",
+        str(reports_dir),
+        "--junitxml",
+        str(reports_dir / "junit.xml"),
+    ]
     return [*args, "-p", "no:cacheprovider", *extra_args]
 
 

@@ -87,7 +87,7 @@ class Actions:
 
     # -- recording -------------------------------------------------------------
 
-    def _record(
+    def record(
         self,
         action: str,
         kind: str,
@@ -99,6 +99,7 @@ class Actions:
         error: str | None = None,
         component: str = "chaos",
     ) -> ActionRecord:
+        """Record an action (one this class wrote, or one made elsewhere, e.g. sessions)."""
         return self._recorder.record_action(
             action=action,
             kind=kind,
@@ -119,8 +120,8 @@ class Actions:
                 raise InfraError(f"{action} {kind}/{name} refused ({err.status})") from err
             if err.status is None or err.status >= 500:
                 raise InfraError(f"{action} {kind}/{name}: apiserver error {err.status}") from err
-            return self._record(action, kind, name, error=f"{err.status} {err.reason}", **record)
-        return self._record(action, kind, name, write_rv=_rv_of(result), **record)
+            return self.record(action, kind, name, error=f"{err.status} {err.reason}", **record)
+        return self.record(action, kind, name, write_rv=_rv_of(result), **record)
 
     # -- objects ---------------------------------------------------------------
 
@@ -239,16 +240,16 @@ class Actions:
     def restart_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
         """Stop and start the operator (a fresh list/watch enqueues every object once)."""
         self._need_operator("restart_operator").restart()
-        return self._record("restart_operator", "Operator", "operator", trigger=trigger)
+        return self.record("restart_operator", "Operator", "operator", trigger=trigger)
 
     def pause_operator(self, seconds: float, *, trigger: Fired | None = None) -> ActionRecord:
         """Freeze the operator for ``seconds`` (it resumes on its own)."""
         self._need_operator("pause_operator").pause(seconds)
-        return self._record(
+        return self.record(
             "pause_operator", "Operator", "operator", params={"seconds": seconds}, trigger=trigger
         )
 
     def kill_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
         """Kill the operator without letting it clean up (it stays down)."""
         self._need_operator("kill_operator").kill()
-        return self._record("kill_operator", "Operator", "operator", trigger=trigger)
+        return self.record("kill_operator", "Operator", "operator", trigger=trigger)

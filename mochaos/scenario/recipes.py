@@ -66,7 +66,7 @@ def build_s1(sc: Scenario, *, max_idle: int = 2) -> tuple[str, str]:
     x, y = sc.claimset("s1", replicas=2)
     c = sc.pod_of(y)
     sc.set_sessions(c, 1)
-    sc.wait(deletion_cost_is(c, "1"), timeout=sc.ts(45) + 10)
+    sc.wait(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
     return x, y
 
 

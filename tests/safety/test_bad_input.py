@@ -111,27 +111,37 @@ def test_model_profile_that_does_not_exist(child):
 
 def test_missing_kubeconfig(child, tmp_path):
     missing = tmp_path / "no-such-kubeconfig"
-    run = suites(child, "--cluster=existing", f"--kubeconfig={missing}", "--allow-context=dead")
-    one_line_error(run, USAGE, f"cannot read kubeconfig {missing}", "pass --kubeconfig")
+    run = suites(
+        child,
+        "--mochaos-cluster=existing",
+        f"--mochaos-kubeconfig={missing}",
+        "--mochaos-allow-context=dead",
+    )
+    one_line_error(run, USAGE, f"cannot read kubeconfig {missing}", "pass --mochaos-kubeconfig")
 
 
 def test_context_missing_from_the_kubeconfig(child, tmp_path, closed_port):
     config = kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port}")
-    run = suites(child, "--cluster=existing", f"--kubeconfig={config}", "--context=ghost",
-                 "--allow-context=ghost")  # fmt: skip
+    run = suites(child, "--mochaos-cluster=existing", f"--mochaos-kubeconfig={config}",
+                 "--mochaos-context=ghost", "--mochaos-allow-context=ghost")  # fmt: skip
     one_line_error(run, USAGE, "context 'ghost' is not in kubeconfig", "get-contexts")
 
 
 def test_context_not_allow_listed(child, tmp_path, closed_port):
     config = kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port}")
-    run = suites(child, "--cluster=existing", f"--kubeconfig={config}")
-    one_line_error(run, USAGE, "context 'dead' is not allow-listed", "--allow-context=dead")
+    run = suites(child, "--mochaos-cluster=existing", f"--mochaos-kubeconfig={config}")
+    one_line_error(run, USAGE, "context 'dead' is not allow-listed", "--mochaos-allow-context=dead")
 
 
 def test_unreachable_apiserver(child, tmp_path, closed_port):
     server = f"https://127.0.0.1:{closed_port}"
     config = kubeconfig(tmp_path / "kubeconfig", server)
-    run = suites(child, "--cluster=existing", f"--kubeconfig={config}", "--allow-context=dead")
+    run = suites(
+        child,
+        "--mochaos-cluster=existing",
+        f"--mochaos-kubeconfig={config}",
+        "--mochaos-allow-context=dead",
+    )
     one_line_error(run, INFRA, f"apiserver {server} unreachable", "check the kubeconfig")
 
 
@@ -251,6 +261,6 @@ def test_qualify_exits_3_on_bad_input_found_inside_the_runs(tmp_path):
     # A usage error only the child pytest can see (its --kubeconfig): the runs error, and
     # qualify cannot tell usage from infrastructure there (see the report's proposal).
     missing = tmp_path / "no-such-kubeconfig"
-    proc = qualify(tmp_path, "model:fixed", f"--kubeconfig={missing}", "--allow-context=dead",
-                   "--cluster=existing")  # fmt: skip
+    proc = qualify(tmp_path, "model:fixed", f"--mochaos-kubeconfig={missing}",
+                   "--mochaos-allow-context=dead", "--mochaos-cluster=existing")  # fmt: skip
     assert proc.returncode == 3, proc.stdout + proc.stderr
