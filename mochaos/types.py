@@ -332,6 +332,8 @@ class Cluster:
     version: str
     context: str | None = None
     audit_log: Path | None = None
+    state_dir: Path | None = None
+    """Where the provider keeps this cluster's state (local clusters: its doubles too)."""
 
 
 class ClusterProvider(Protocol):

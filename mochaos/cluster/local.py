@@ -413,6 +413,7 @@ class LocalProvider:
             kubeconfig=self.kubeconfig_path(),
             version=build.KUBERNETES_VERSION,
             audit_log=self.cluster_dir / "logs" / "audit.log",
+            state_dir=self.cluster_dir,
         )
 
 

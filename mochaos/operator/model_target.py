@@ -9,7 +9,7 @@ from typing import Any
 from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
-from mochaos.operator.install import apply_crds
+from mochaos.operator.crds import install, own_crds
 from mochaos.operator.process import OperatorProcess
 from mochaos.operator.sessions import ScoreAnnotationSessions
 from mochaos.types import Cluster, Waits
@@ -47,8 +47,8 @@ class ModelTarget:
         self.version = f"model-{profile}"
 
     def install(self, cluster: Cluster) -> None:
-        """Apply the CNClaim / CNClaimSet / CNPool CRDs (idempotent)."""
-        apply_crds(cluster)
+        """Install the CNClaim / CNClaimSet / CNPool CRDs (ours, unless the operator's are)."""
+        install(cluster, own_crds())
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
         """Start the model for one namespace and wait until its informers synced."""

@@ -105,6 +105,13 @@ class OperatorProcess:
             hint=f"see {self.log_path}",
         )
 
+    def log_lines(self) -> list[str]:
+        """Every line of the log so far (empty when no log yet)."""
+        try:
+            return self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+
     def log_tail(self, lines: int) -> str:
         """The last lines of the log, joined (empty when no log yet)."""
         try:

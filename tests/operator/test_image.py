@@ -355,9 +355,9 @@ def test_claimset_selects_its_own_claims_and_has_template_labels() -> None:
 
 
 def _ensure_crds(kube: Any) -> None:
-    from mochaos.operator import crds
+    from mochaos.operator.crds import own_crds
 
-    apply_objects(kube, crds())
+    apply_objects(kube, list(own_crds().docs))
 
 
 def test_rendered_pool_and_claimset_pass_the_crd_schemas_local(kube, namespace) -> None:

@@ -1,0 +1,77 @@
+"""CRD ownership: mo-chaos replaces only CRDs it installed, and never the operator's with its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mochaos.errors import UsageError
+from mochaos.operator.crds import (
+    OWNER_LABEL,
+    SOURCE_ANNOTATION,
+    CrdSet,
+    _untemplate,
+    decide,
+    operator_crds,
+    own_crds,
+)
+
+OPERATOR = CrdSet("operator", "matrixone-operator 2301e3b", ())
+OWN = own_crds()
+
+
+def crd(owner: str | None = None, source: str = "", **meta) -> dict:
+    labels = {OWNER_LABEL: owner} if owner else {}
+    return {"metadata": {"name": "cnclaims.core.matrixorigin.io", "labels": labels,
+                         "annotations": {SOURCE_ANNOTATION: source, **meta}}}  # fmt: skip
+
+
+def test_absent_crds_are_installed():
+    assert decide(None, OWN) == "install"
+
+
+def test_the_operators_crds_replace_our_own():
+    assert decide(crd("own", OWN.source), OPERATOR) == "replace"
+
+
+def test_our_own_never_replace_the_operators():
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), OWN) == "keep"
+
+
+def test_the_same_set_is_kept_and_another_build_replaced():
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), OPERATOR) == "keep"
+    other = CrdSet("operator", "matrixone-operator caee443", ())
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), other) == "replace"
+
+
+def test_a_crd_someone_else_installed_is_refused_naming_the_helm_release():
+    helm = crd(None, **{"meta.helm.sh/release-name": "mo"})
+    with pytest.raises(UsageError, match="Helm release mo"):
+        decide(helm, OPERATOR)
+    with pytest.raises(UsageError, match="not by mo-chaos"):
+        decide(crd(None), OWN)
+
+
+def test_own_schemas_carry_the_owner_label():
+    assert {d["metadata"]["labels"][OWNER_LABEL] for d in OWN.docs} == {"own"}
+    assert {d["spec"]["names"]["kind"] for d in OWN.docs} == {"CNClaim", "CNClaimSet", "CNPool"}
+
+
+def test_kruise_chart_templates_lose_their_control_lines(tmp_path: Path):
+    tpl = tmp_path / "crd.yaml"
+    tpl.write_text(
+        "{{- if .Values.crds.managed }}\napiVersion: apiextensions.k8s.io/v1\n"
+        "kind: CustomResourceDefinition\nmetadata:\n  name: x\nspec:\n  conversion:\n"
+        "    webhook:\n      clientConfig:\n        service:\n"
+        "          namespace: {{ .Values.installation.namespace }}\n{{- end }}\n"
+    )
+    doc = yaml.safe_load(_untemplate(tpl))
+    service = doc["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+    assert service["namespace"] == "kruise-system"
+
+
+def test_a_directory_without_the_operators_kinds_is_refused(tmp_path: Path):
+    with pytest.raises(UsageError, match="lacks the CRDs of"):
+        operator_crds(tmp_path, source="x")
