@@ -150,6 +150,8 @@ SETTINGS: tuple[Setting, ...] = (
             "binary:<path>, image:<ref> or installed", "model:upstream"),
     Setting("operator_crds", "--operator-crds", "binary:/image: targets: directory of the "
             "operator's CRDs (deploy/crds of a checkout)", None, _path),
+    Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
+            "may take to start its controllers", 90.0, _float),
     Setting("time_scale", "--time-scale", "multiply the model's intervals and our thresholds "
             "(model targets only)", 1.0, _float),
     Setting("finalize_timeout", "--finalize-timeout", "seconds (operator time) a deleting "
@@ -192,6 +194,7 @@ class RunConfig:
     run_id: str
     operator: str = "model:upstream"
     operator_crds: Path | None = None
+    operator_ready_timeout: float = 90.0
     time_scale: float = 1.0
     finalize_timeout: float = FINALIZE_TIMEOUT
     retry_budget: int = RETRY_BUDGET
@@ -225,6 +228,8 @@ class RunConfig:
         return {
             "time_scale": self.time_scale,
             "operator_crds": self.operator_crds,
+            "operator_ready_timeout": self.operator_ready_timeout,
+            "cluster": self.cluster,
             "run_id": self.run_id,
             "mo_image": self.mo_image,
             "minio": self.minio,
@@ -268,7 +273,7 @@ def resolve(
         values["chaos_seed"] = seed()
     cfg = RunConfig(run_id=run_id, sources=sources, **values)
     check_time_scale(cfg.time_scale)
-    for name in ("finalize_timeout", "migration_timeout"):
+    for name in ("finalize_timeout", "migration_timeout", "operator_ready_timeout"):
         if getattr(cfg, name) <= 0:
             raise UsageError(f"{SETTING_BY_NAME[name].flag} must be > 0", hint="give seconds")
     if cfg.retry_budget < 0:

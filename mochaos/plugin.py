@@ -82,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from mochaos.operator import parse_target
 
         parse_target(cfg.operator, cfg.target_options())
+        _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
     config.stash[CONFIG_KEY] = cfg
@@ -101,6 +102,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sink = config.stash.get(SINK_KEY, None)
     if sink is not None:
         progress.uninstall(sink)
+
+
+def _make_provider(cfg: RunConfig) -> ClusterProvider:
+    from mochaos.cluster import make_provider
+
+    return make_provider(
+        cfg.cluster,
+        kubeconfig=cfg.kubeconfig,
+        context=cfg.context,
+        allow_contexts=cfg.allow_context,
+        keep_cluster=cfg.keep_cluster,
+    )
 
 
 def _option(config: pytest.Config, s: Any) -> Any:
@@ -306,15 +319,7 @@ def mochaos(pytestconfig: pytest.Config) -> RunConfig:
 @pytest.fixture(scope="session")
 def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
     """The ``--mochaos-cluster`` provider; a kind cluster is removed at the end unless kept."""
-    from mochaos.cluster import make_provider
-
-    provider = make_provider(
-        mochaos.cluster,
-        kubeconfig=mochaos.kubeconfig,
-        context=mochaos.context,
-        allow_contexts=mochaos.allow_context,
-        keep_cluster=mochaos.keep_cluster,
-    )
+    provider = _make_provider(mochaos)
     yield provider
     # The local cluster stays up for the next run (warm start); xdist workers share
     # clusters, so only a single-process run may remove a kind cluster.

@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import UsageError
-from mochaos.operator.manager_target import ManagerTarget, binary_version, require_local
+from mochaos.operator.manager_target import (
+    READY_TIMEOUT,
+    ManagerTarget,
+    binary_version,
+    require_local,
+)
 
 
 def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
@@ -41,4 +46,5 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
     return ManagerTarget(
         spec=f"binary:{value}", version=binary_version(path), crd_root=crds,
         crd_source=f"operator CRDs from {crds}", binary=path,
+        ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
     )  # fmt: skip

@@ -72,6 +72,7 @@ class ManagerTarget:
         crd_source: str,
         binary: Path | None = None,
         build: Callable[[], Path] | None = None,
+        ready_timeout: float = READY_TIMEOUT,
     ) -> None:
         self.spec = spec
         self.version = version
@@ -79,6 +80,7 @@ class ManagerTarget:
         self._crd_source = crd_source
         self._binary = binary
         self._build = build
+        self.ready_timeout = ready_timeout
         self._host: webhooks.WebhookHost | None = None
         self._cluster: Cluster | None = None
 
@@ -149,7 +151,7 @@ class ManagerTarget:
             log_path=log_path,
             ready=lambda p: ready_in_log(p.log_lines()),
             env=penv,
-            ready_timeout=READY_TIMEOUT,
+            ready_timeout=self.ready_timeout,
             sessions=env.sessions,
             waits=REAL_WAITS,
             pool_spec=None,

@@ -12,7 +12,7 @@ from typing import Any
 
 from mochaos.operator import checkout as co
 from mochaos.operator.manager_build import build_manager
-from mochaos.operator.manager_target import ManagerTarget, require_local
+from mochaos.operator.manager_target import READY_TIMEOUT, ManagerTarget, require_local
 
 ENV_SOURCE = "MOCHAOS_OPERATOR_SRC"
 """Where the framework's own real-operator tests find a checkout (unset: they skip)."""
@@ -29,4 +29,5 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
         crd_root=found.path,
         crd_source=f"matrixone-operator {found.describe}",
         build=lambda: build_manager(co.resolve(path, rev)),
+        ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
     )

@@ -276,7 +276,7 @@ def test_unreachable_docker_engine_is_an_infra_error() -> None:
         DockerEngine(environment={"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"})
     assert str(info.value).startswith("Docker engine not reachable (")
     assert str(info.value).endswith(
-        ": start Docker (kind and MinIO need it) or use --cluster=local"
+        ": start Docker (kind and MinIO need it) or use --mochaos-cluster=local"
     )
 
 

@@ -71,5 +71,5 @@ def test_an_unknown_revision_is_one_line(repo: Path):
 
 
 def test_a_folder_without_go_mod_is_refused(tmp_path: Path):
-    with pytest.raises(UsageError, match="no go.mod"):
+    with pytest.raises(UsageError, match=r"no go\.mod"):
         co.identify(tmp_path, None)

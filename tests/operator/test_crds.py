@@ -1,4 +1,4 @@
-"""CRD ownership: mo-chaos replaces only CRDs it installed, and never the operator's with its own."""
+"""CRD ownership: mo-chaos replaces only CRDs it installed, never the operator's with its own."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def pytest_command(tmp_path: Path, *args: str) -> list[str]:
     return [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
         "--time-scale", TIME_SCALE, "--junitxml", str(tmp_path / "junit.xml"),
-        "--reports-dir", str(tmp_path / "reports"), *args,
+        "--mochaos-reports-dir", str(tmp_path / "reports"), *args,
     ]  # fmt: skip
 
 
