@@ -74,14 +74,17 @@ class Workload:
             )  # fmt: skip
         return name
 
-    def claimset(self, name: str, *, replicas: int, pool: str = "pool") -> list[str]:
-        """Create a CNClaimSet and wait until ``replicas`` of its claims are Bound."""
+    def claimset(
+        self, name: str, *, replicas: int, pool: str = "pool", wait: bool = True
+    ) -> list[str]:
+        """Create a CNClaimSet; by default wait until ``replicas`` of its claims are Bound
+        (without waiting: [] — call :meth:`bound_claims` later, e.g. after creating others)."""
         with phase(f"topology: claim set {name}"):
             self.actions.create(
                 cn_claimset(name, run_id=self._run_id, replicas=replicas, pool=pool)
             )
             self.claimsets.append(name)
-            return self.bound_claims(name, replicas)
+            return self.bound_claims(name, replicas) if wait else []
 
     def claim(self, name: str, *, pool: str = "pool", wait_bound: bool = True) -> str:
         """Create a standalone CNClaim (no claim set); by default wait until it is Bound."""
