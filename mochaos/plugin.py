@@ -138,6 +138,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="image: targets: MatrixOne image for the pool (default matrixone:1.2.3)",
     )
     g.addoption(
+        "--mo-version",
+        default=None,
+        help="image: targets: MatrixOne semantic version of --mo-image (needed for nightly tags)",
+    )
+    g.addoption(
         "--minio",
         default="auto",
         choices=("auto", "docker", "in-cluster"),
@@ -215,6 +220,7 @@ def pytest_configure(config: pytest.Config) -> None:
         reports_dir=opt("reports_dir"),
         image_options={
             "mo_image": opt("mo_image"),
+            "mo_version": opt("mo_version"),
             "minio": opt("minio"),
             "chart_repo": opt("chart_repo"),
             "chart_version": opt("chart_version"),

@@ -2,44 +2,57 @@
 
 ``kind create cluster`` from a generated config (pinned node image, apiserver
 audit log through kubeadm patches and host mounts), reused when a healthy
-cluster of the same name exists, ``kind load docker-image`` for the images
-the run needs (pulled first through the Docker engine, with progress), and
-``kind delete cluster`` on teardown unless the cluster is to be kept.
+cluster of the same name exists; the images the run needs are pulled through
+the Docker engine and loaded the way its image store allows (kind_images);
+``kind delete cluster`` on teardown unless the cluster is to be kept. The
+engine is checked first: a cgroup v1 host or an old engine fails in one line.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster.commands import (
-    MANIFESTS,
-    Progress,
-    Runner,
-    SubprocessRunner,
-    Tool,
-    check_version,
-    require_tool,
-    say,
-    wait_for,
-)
-from mochaos.errors import InfraError, UsageError
+from mochaos.cluster import kind_node
+from mochaos.cluster.docker_engine import DockerEngine, Engine, EngineInfo, check_engine, parse_info
+from mochaos.cluster.kind_images import load_image
+from mochaos.errors import UsageError
 from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
+from mochaos.tooling.apply import MANIFESTS
+from mochaos.tooling.image_ref import split_ref
+from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.runner import Runner, SubprocessRunner
+from mochaos.tooling.tools import Tool, check_version, require_tool
+from mochaos.tooling.waiting import wait_for
 from mochaos.types import Cluster
 
 KIND_VERSION = "v0.33.0"
+"""The kind release we pin (2026-08-26; served by the Go module proxy as sigs.k8s.io/kind).
+
+The features we use set the floor: kubeadm config patches and extraMounts are
+old, but a patch only applies when its apiVersion matches the config kind
+generates, and kind generates kubeadm v1beta4 for Kubernetes >= 1.36 only
+from v0.32.0 on (pkg/cluster/internal/kubeadm/config.go); the node image below
+is one published with v0.33.0, and node images are supported only with the
+kind release they were built for.
+"""
 NODE_IMAGE = (
     "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
 )
-"""Built for kind v0.33.0 (listed in that release's notes); kind runs only images built for it."""
+"""Kubernetes 1.36.4 node image published with kind v0.33.0 (whose default is v1.37.0).
+
+Not pulled here (no registry access): the digest is the one public projects pin
+next to kind v0.33.0; kind v0.33.0's own default is
+``kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5``.
+"""
 
 KIND_NETWORK = "kind"
 """The Docker network kind puts its nodes on; MinIO joins it to be reachable from pods."""
@@ -62,9 +75,6 @@ DOCKER_CLI = Tool(
     install="Docker Engine >= 20.10 (e.g. `apt-get install docker.io`)",
     version_args=("version", "--format", "{{.Client.Version}}"),
 )
-DOCKER_MINIMUM = (20, 10, 0)
-"""Docker Engine 20.10 is the first with cgroup v2, which Kubernetes >= 1.35 node images need."""
-
 # Inside the node container: where the policy is mounted and where the log is written.
 NODE_POLICY_DIR = "/etc/kubernetes/policies"
 NODE_LOG_DIR = "/var/log/kubernetes/audit"
@@ -183,117 +193,6 @@ def kind_config(
 
 
 # --------------------------------------------------------------------------
-# The Docker engine, through testcontainers
-# --------------------------------------------------------------------------
-
-
-class Engine(Protocol):
-    """What the kind path needs from the Docker engine (tests pass a fake)."""
-
-    def server_version(self) -> str:
-        """The engine's version, e.g. ``28.2.2``."""
-        ...
-
-    def has_image(self, ref: str) -> bool:
-        """True when the image is in the engine's local store."""
-        ...
-
-    def pull(self, ref: str, *, progress: Progress) -> None:
-        """Pull an image, reporting progress lines."""
-        ...
-
-    def exec(self, container: str, argv: Sequence[str]) -> tuple[int, str]:
-        """Run a command in a running container: (exit status, output)."""
-        ...
-
-
-def split_ref(ref: str) -> tuple[str, str]:
-    """(repository, tag) of an image reference; the tag defaults to ``latest``."""
-    if "@" in ref:
-        raise UsageError(
-            f"image reference {ref!r} uses a digest",
-            hint="name the image by tag (repository:tag); kind and the chart load tags",
-        )
-    slash = ref.rfind("/")
-    colon = ref.rfind(":")
-    if colon > slash:
-        return ref[:colon], ref[colon + 1 :]
-    return ref, "latest"
-
-
-def pull_progress(ref: str, events: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    """Turn Docker pull events into a few lines: one per finished layer, and the end."""
-    done: set[str] = set()
-    layers: set[str] = set()
-    for ev in events:
-        if "error" in ev:
-            raise InfraError(f"pulling {ref} failed: {ev['error']}", hint="check the image name")
-        layer, status = ev.get("id"), ev.get("status", "")
-        if layer and status and not status.startswith("Pulling from"):
-            layers.add(layer)
-        if layer and status in ("Pull complete", "Already exists") and layer not in done:
-            done.add(layer)
-            yield f"pulling {ref}: {len(done)}/{len(layers)} layers done"
-        elif status.startswith(("Status:", "Digest:")):
-            yield f"pulling {ref}: {status}"
-
-
-class DockerEngine:
-    """The local Docker engine, reached through testcontainers' client."""
-
-    def __init__(self, *, environment: Mapping[str, str] | None = None) -> None:
-        from docker.errors import DockerException
-        from testcontainers.core.docker_client import DockerClient
-
-        kwargs = {"environment": dict(environment)} if environment is not None else {}
-        try:
-            self._client = DockerClient(**kwargs).client
-        except DockerException as err:
-            raise InfraError(
-                f"Docker engine not reachable ({str(err).splitlines()[0][:160]})",
-                hint="start Docker (kind and MinIO need it) or use --cluster=local",
-            ) from err
-
-    def server_version(self) -> str:
-        """The engine's version string."""
-        return str(self._client.version().get("Version", "0.0.0"))
-
-    def has_image(self, ref: str) -> bool:
-        """True when ``ref`` is in the local image store."""
-        from docker.errors import ImageNotFound
-
-        try:
-            self._client.images.get(ref)
-        except ImageNotFound:
-            return False
-        return True
-
-    def pull(self, ref: str, *, progress: Progress) -> None:
-        """Pull ``ref``, printing a line per finished layer."""
-        repo, tag = split_ref(ref)
-        events = self._client.api.pull(repo, tag=tag, stream=True, decode=True)
-        for line in pull_progress(ref, events):
-            progress(line)
-
-    def exec(self, container: str, argv: Sequence[str]) -> tuple[int, str]:
-        """Run ``argv`` in ``container``."""
-        result = self._client.containers.get(container).exec_run(list(argv))
-        return int(result.exit_code), result.output.decode(errors="replace")
-
-
-def check_engine(engine: Engine) -> str:
-    """The engine's version; InfraError when older than Docker 20.10."""
-    version = engine.server_version()
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    if m is None or (int(m[1]), int(m[2]), int(m[3])) < DOCKER_MINIMUM:
-        raise InfraError(
-            f"Docker Engine {version} is too old (Kubernetes >= 1.35 nodes need cgroup v2)",
-            hint="install Docker Engine >= 20.10",
-        )
-    return version
-
-
-# --------------------------------------------------------------------------
 # The provider
 # --------------------------------------------------------------------------
 
@@ -326,9 +225,11 @@ class KindProvider:
         self.dir = (state_dir or _default_state()) / name
         self.runner: Runner = runner or SubprocessRunner(log_path=self.dir / "commands.log")
         self._engine = engine
+        self._info: EngineInfo | None = None
         self.search_path = search_path
         self.progress = progress
         self._kind: str | None = None
+        self._docker: str | None = None
 
     # -- paths -------------------------------------------------------------
 
@@ -370,13 +271,26 @@ class KindProvider:
             self._kind = path
         return self._kind
 
+    def docker(self) -> str:
+        """Path of the docker CLI (kind drives it; so does the image export)."""
+        if self._docker is None:
+            self._docker = require_tool(DOCKER_CLI, search_path=self.search_path)
+        return self._docker
+
     def engine(self) -> Engine:
-        """The Docker engine (checked reachable and recent), and the docker CLI kind uses."""
+        """The Docker engine, once checked: reachable, >= 20.10, on a cgroup v2 host."""
         if self._engine is None:
-            require_tool(DOCKER_CLI, search_path=self.search_path)
+            self.docker()
             self._engine = DockerEngine()
-        check_engine(self._engine)
+        if self._info is None:
+            self._info = check_engine(parse_info(self._engine.info()))
         return self._engine
+
+    def engine_info(self) -> EngineInfo:
+        """What ``docker info`` said about the engine (checked by :meth:`engine`)."""
+        self.engine()
+        assert self._info is not None
+        return self._info
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -402,7 +316,7 @@ class KindProvider:
         return created
 
     def down(self) -> None:
-        """Delete the cluster, unless it is to be kept."""
+        """Delete the cluster, unless it is to be kept; first empty the root-owned audit log dir."""
         if self.keep_cluster:
             self.progress(
                 f"keeping kind cluster {self.cluster_name} (--keep-cluster); "
@@ -410,6 +324,7 @@ class KindProvider:
             )
             return
         kind = self.kind()
+        self._remove_audit_log()
         self.runner(
             [
                 kind, "delete", "cluster", "--name", self.cluster_name,
@@ -421,18 +336,23 @@ class KindProvider:
         )  # fmt: skip
 
     def load_image(self, ref: str) -> None:
-        """Pull ``ref`` into Docker when missing, then copy it onto the kind nodes."""
+        """Pull ``ref`` into Docker when missing, then get it onto the nodes (see kind_images)."""
         split_ref(ref)
         engine = self.engine()
         if not engine.has_image(ref):
             self.progress(f"pulling {ref}")
             engine.pull(ref, progress=self.progress)
-        self.runner(
-            [self.kind(), "load", "docker-image", "--name", self.cluster_name, ref],
-            what=f"kind load docker-image {ref}",
-            hint=f"check that `docker image inspect {ref}` works and the cluster is up",
-            timeout=900,
+        outcome = load_image(
+            ref,
+            kind=self.kind(),
+            docker=self.docker(),
+            cluster=self.cluster_name,
+            info=self.engine_info(),
+            runner=self.runner,
+            archive_dir=self.dir / "images",
+            progress=self.progress,
         )
+        self.progress(f"{ref}: {outcome}")
 
     # -- internals ---------------------------------------------------------
 
@@ -488,10 +408,23 @@ class KindProvider:
 
     def _open_audit_log(self, engine: Engine) -> None:
         # The apiserver creates its log 0600 as root in the node; let the host user read it.
-        path = f"{NODE_LOG_DIR}/{AUDIT_LOG_NAME}"
-        code, out = engine.exec(self.node_container, ["chmod", "0644", path])
-        if code != 0:
-            self.progress(f"audit log not readable ({out.strip()[:120]}); audit counts may miss")
+        log = f"{NODE_LOG_DIR}/{AUDIT_LOG_NAME}"
+        failed = kind_node.open_file(engine, self.node_container, log)
+        if failed:
+            self.progress(f"audit log not readable ({failed}); audit counts may miss")
+
+    def _remove_audit_log(self) -> None:
+        # Written as root through the host mount: only the node can delete it, so the state
+        # directory stays removable by the user once the cluster is gone.
+        try:
+            failed = kind_node.empty_directory(self.engine(), self.node_container, NODE_LOG_DIR)
+        except Exception as err:
+            failed = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+        if failed:
+            self.progress(
+                f"could not empty the audit log directory in node {self.node_container} "
+                f"({failed}); remove {self.audit_dir / 'log'} as root"
+            )
 
     def _api(self) -> Any:
         return new_api_client(

@@ -35,7 +35,7 @@ def parse_target(
 ) -> OperatorTarget:
     """Turn an ``--operator`` value into a target; UsageError for anything unknown.
 
-    ``image_options`` (mo_image, minio, chart_repo, chart_version, chart_path, run_id)
+    ``image_options`` (mo_image, mo_version, minio, chart_repo, chart_version, chart_path, run_id)
     configure ``image:`` and ``installed`` targets; unset values keep their defaults.
     """
     scheme, _, rest = spec.partition(":")
@@ -50,13 +50,13 @@ def parse_target(
             raise UsageError("binary: target needs a path", hint="use --operator=binary:/path")
         return BinaryTarget(path=Path(rest))
     if scheme == "image":
-        from mochaos.operator.image import ImageTarget
+        from mochaos.operator.chart_target import ImageTarget
 
         if not rest:
             raise UsageError("image: target needs a reference", hint="use image:<repo>:<tag>")
         return ImageTarget(ref=rest, **_image_kwargs(image_options or {}, chart=True))
     if scheme == "installed" and not rest:
-        from mochaos.operator.image import InstalledTarget
+        from mochaos.operator.installed_target import InstalledTarget
 
         return InstalledTarget(**_image_kwargs(image_options or {}, chart=False))
     raise UsageError(
@@ -70,7 +70,9 @@ def _image_kwargs(options: dict[str, Any], *, chart: bool) -> dict[str, Any]:
     from mochaos.operator.helm import ChartOptions
 
     kwargs: dict[str, Any] = {
-        k: options[k] for k in ("mo_image", "minio", "run_id") if options.get(k) is not None
+        k: options[k]
+        for k in ("mo_image", "mo_version", "minio", "run_id")
+        if options.get(k) is not None
     }
     if chart:
         fields = {"repo_url": "chart_repo", "version": "chart_version", "chart_path": "chart_path"}
