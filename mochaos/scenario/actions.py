@@ -248,6 +248,11 @@ class Actions:
             "pause_operator", "Operator", "operator", params={"seconds": seconds}, trigger=trigger
         )
 
+    def hold_sessions(self, pod: str, n: int, *, trigger: Fired | None = None) -> ActionRecord:
+        """Keep ``n`` SQL sessions open on a CN pod, through the operator's environment."""
+        self._need_operator("hold_sessions").sessions.hold(pod, n)  # type: ignore[attr-defined]
+        return self._record("hold_sessions", "Pod", pod, params={"sessions": n}, trigger=trigger)
+
     def kill_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
         """Kill the operator without letting it clean up (it stays down)."""
         self._need_operator("kill_operator").kill()

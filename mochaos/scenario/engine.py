@@ -171,17 +171,19 @@ class Scenario:
         # A real operator needs a real CNSet template and deps (from its target);
         # the model only needs the shape.
         spec = getattr(self.operator, "pool_spec", None)
-        pool = cn_pool(
-            name, run_id=self.run.run_id, max_idle=max_idle,
-            template=spec.template if spec else None, deps=spec.deps if spec else None,
-        )  # fmt: skip
+        pool = cn_pool(name, run_id=self.run.run_id, max_idle=max_idle)
         if spec is not None:
-            pool["spec"]["podLabels"].update(spec.pod_labels)
+            spec.overlay(pool)
         self.actions.create(pool)
         timeout = spec.ready_timeout if spec else self.ts(60) + 30
         self.wait(_idle_pods_at_least(name, max_idle), timeout=timeout,
                   what=f"{max_idle} Idle pods in pool {name}")  # fmt: skip
         return name
+
+    def _bind_timeout(self) -> float:
+        """How long a claim may take to bind: a real pool may first have to start a new CN."""
+        spec = getattr(self.operator, "pool_spec", None)
+        return spec.bind_timeout if spec else self.ts(60) + 30
 
     def claimset(self, name: str, *, replicas: int, pool: str = "pool") -> list[str]:
         """Create a CNClaimSet and wait until ``replicas`` of its claims are Bound."""
@@ -192,7 +194,7 @@ class Scenario:
     def idle_pods(self, pool: str = "pool", *, at_least: int = 1) -> list[str]:
         """Wait until the pool has ``at_least`` Idle pods; return the Idle pods' names."""
         self.wait(
-            _idle_pods_at_least(pool, at_least), timeout=self.ts(60) + 30,
+            _idle_pods_at_least(pool, at_least), timeout=self._bind_timeout(),
             what=f"{at_least} Idle pods in pool {pool}",
         )  # fmt: skip
         state = self.recorder.snapshot()
@@ -206,13 +208,13 @@ class Scenario:
         self.actions.create(cn_claim(name, run_id=self.run.run_id, pool=pool))
         self._claims.append(name)
         if wait_bound:
-            self.wait(claim_bound(name), timeout=self.ts(60) + 30)
+            self.wait(claim_bound(name), timeout=self._bind_timeout())
         return name
 
     def bound_claims(self, claimset: str, n: int) -> list[str]:
         """Wait until ``n`` live claims of the set are Bound; names ordered by their pod's age."""
         self.wait(
-            lambda s: len(_bound_of(s, claimset)) >= n, timeout=self.ts(60) + 30,
+            lambda s: len(_bound_of(s, claimset)) >= n, timeout=self._bind_timeout(),
             what=f"{n} Bound claims in claim set {claimset}",
         )  # fmt: skip
         state = self.recorder.snapshot()
@@ -289,7 +291,15 @@ class Scenario:
         return self.gate(rec, trigger) if trigger else rec
 
     def set_sessions(self, pod: str, sessions: int) -> ActionRecord:
-        """Stand in for MO's query service: the pod's session count (its deletion cost)."""
+        """Put ``sessions`` sessions on a CN pod.
+
+        Where the operator's environment has CNs (``operator.sessions``: real SQL
+        sessions on kind), they are held there and the operator's CN-store
+        controller derives the pod's score and deletion cost itself; for the
+        model, the score annotation MatrixOne's query service would feed is written.
+        """
+        if getattr(self.operator, "sessions", None) is not None:
+            return self.actions.hold_sessions(pod, sessions)
         score = f'{{"sessionCount":{sessions},"pipelineCount":0,"replicaCount":0}}'
         return self.actions.annotate_pod(pod, annotations={"matrixorigin.io/score": score})
 
