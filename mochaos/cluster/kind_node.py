@@ -27,12 +27,17 @@ def container_id(status_id: str) -> str:
     return cid
 
 
+def _first_line(out: str, code: int) -> str:
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    return lines[0][:200] if lines else f"exit {code}"
+
+
 def _task(engine: Engine, node: str, verb: str, cid: str) -> None:
     code, out = engine.exec(node, ["ctr", "--namespace", CONTAINERD_NAMESPACE, "task", verb, cid])
     if code != 0:
         raise InfraError(
             f"`ctr task {verb} {cid[:12]}` in node {node} failed (exit {code}): "
-            f"{out.strip()[:200] or 'no output'}",
+            f"{_first_line(out, code)}",
             hint=f"check the container with `docker exec {node} ctr -n k8s.io task ls`",
         )
 
@@ -50,7 +55,7 @@ def thaw(engine: Engine, node: str, cid: str) -> None:
 def open_file(engine: Engine, node: str, path: str) -> str:
     """Make a root-owned file in the node readable by the host user; '' or why it failed."""
     code, out = engine.exec(node, ["chmod", "0644", path])
-    return "" if code == 0 else out.strip()[:120] or f"exit {code}"
+    return "" if code == 0 else _first_line(out, code)
 
 
 def empty_directory(engine: Engine, node: str, path: str) -> str:
@@ -59,5 +64,5 @@ def empty_directory(engine: Engine, node: str, path: str) -> str:
     The apiserver writes its audit log as root into a host directory mounted in
     the node, so the host user cannot delete it; the node can.
     """
-    code, out = engine.exec(node, ["find", path, "-mindepth", "1", "-delete"])
-    return "" if code == 0 else out.strip()[:120] or f"exit {code}"
+    code, out = engine.exec(node, ["sh", "-c", 'rm -rf -- "$1"/*', "sh", path])
+    return "" if code == 0 else _first_line(out, code)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import shutil
+import stat
+import subprocess
+import tarfile
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,10 +64,68 @@ def test_audit_log_files_are_opened_and_removed_by_the_node() -> None:
     assert kind_node.empty_directory(node, "n", "/var/log/audit") == ""
     assert node.execs == [
         ("n", ["chmod", "0644", "/var/log/a.log"]),
-        ("n", ["find", "/var/log/audit", "-mindepth", "1", "-delete"]),
+        ("n", ["sh", "-c", 'rm -rf -- "$1"/*', "sh", "/var/log/audit"]),
     ]
-    failing = Node({"find": (1, "find: '/var/log/audit': No such file or directory\n")})
+    failing = Node({"sh": (1, "rm: can't remove '/var/log/audit/a.log': Busy\nmore\n")})
     assert kind_node.empty_directory(failing, "n", "/var/log/audit") == (
-        "find: '/var/log/audit': No such file or directory"
+        "rm: can't remove '/var/log/audit/a.log': Busy"
     )
     assert kind_node.open_file(Node({"chmod": (1, "")}), "n", "/x") == "exit 1"
+
+
+# -- through a real engine ----------------------------------------------------------------------
+
+BUSYBOX = Path("/bin/busybox")
+
+
+@pytest.fixture()
+def node_probe(tmp_path: Path) -> Iterator[tuple[Any, str, Path]]:
+    """A container standing in for a kind node: a host directory mounted where the audit log is.
+
+    Built with ``docker import`` from the host's static busybox (nothing pulled); skipped
+    without a Docker engine or without busybox.
+    """
+    from mochaos.cluster.docker_engine import DockerEngine
+
+    docker = shutil.which("docker")
+    if docker is None or not BUSYBOX.is_file():
+        pytest.skip(
+            "needs the docker CLI and a static /bin/busybox (apt-get install busybox-static)"
+        )
+    try:
+        engine = DockerEngine()
+    except InfraError as err:
+        pytest.skip(f"no Docker engine reachable: {err}")
+    root = tmp_path / "root"
+    (root / "bin").mkdir(parents=True)
+    shutil.copy(BUSYBOX, root / "bin" / "busybox")
+    for applet in ("sh", "rm", "chmod", "sleep"):
+        (root / "bin" / applet).symlink_to("busybox")
+    with tarfile.open(tmp_path / "rootfs.tar", "w") as tar:
+        tar.add(root, arcname=".")
+    tag = uuid.uuid4().hex[:8]
+    image, name = f"mochaos/node-probe:{tag}", f"mochaos-node-probe-{tag}"
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    run = functools.partial(subprocess.run, capture_output=True, timeout=120)
+    run([docker, "import", str(tmp_path / "rootfs.tar"), image], check=True)
+    run([docker, "run", "-d", "--name", name, "-v", f"{audit}:/var/log/kubernetes/audit",
+         image, "/bin/sleep", "600"], check=True)  # fmt: skip
+    yield engine, name, audit
+    run([docker, "rm", "-f", name])
+    run([docker, "image", "rm", image])
+
+
+def test_the_audit_log_is_opened_and_emptied_through_a_real_node(node_probe) -> None:
+    engine, node, audit = node_probe
+    script = "cd /var/log/kubernetes/audit && echo x > a.log && chmod 600 a.log && echo y > b.log"
+    code, _ = engine.exec(node, ["sh", "-c", script])
+    assert code == 0
+    assert kind_node.open_file(engine, node, "/var/log/kubernetes/audit/a.log") == ""
+    assert stat.S_IMODE((audit / "a.log").stat().st_mode) == 0o644
+    assert kind_node.empty_directory(engine, node, "/var/log/kubernetes/audit") == ""
+    assert list(audit.iterdir()) == []
+    assert kind_node.empty_directory(engine, node, "/var/log/kubernetes/audit") == ""
+    assert kind_node.open_file(engine, node, "/var/log/kubernetes/audit/gone.log").startswith(
+        "chmod: "
+    )
