@@ -1,7 +1,7 @@
 """The kind provider: a real Kubernetes in Docker, for qualifying an operator image.
 
-``kind create cluster`` from a generated config (pinned node image, apiserver
-audit log through kubeadm patches and host mounts), reused when a healthy
+``kind create cluster`` from a generated config (kind_config: pinned node image,
+apiserver audit log through kubeadm patches and host mounts), reused when a healthy
 cluster of the same name exists; the images the run needs are pulled through
 the Docker engine and loaded the way its image store allows (kind_images);
 ``kind delete cluster`` on teardown unless the cluster is to be kept. The
@@ -10,10 +10,8 @@ engine is checked first: a cgroup v1 host or an old engine fails in one line.
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,37 +20,25 @@ from filelock import FileLock
 
 from mochaos.cluster import kind_node
 from mochaos.cluster.docker_engine import DockerEngine, Engine, EngineInfo, check_engine, parse_info
+from mochaos.cluster.kind_config import (
+    AUDIT_LOG_NAME,
+    AUDIT_POLICY,
+    KIND_VERSION,
+    NODE_IMAGE,
+    NODE_LOG_DIR,
+    PortMapping,
+    kind_config,
+    node_kubernetes_version,
+)
 from mochaos.cluster.kind_images import load_image
-from mochaos.errors import UsageError
 from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
-from mochaos.tooling.apply import MANIFESTS
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
 from mochaos.tooling.tools import Tool, check_version, require_tool
 from mochaos.tooling.waiting import wait_for
 from mochaos.types import Cluster
-
-KIND_VERSION = "v0.33.0"
-"""The kind release we pin (2026-08-26; served by the Go module proxy as sigs.k8s.io/kind).
-
-The features we use set the floor: kubeadm config patches and extraMounts are
-old, but a patch only applies when its apiVersion matches the config kind
-generates, and kind generates kubeadm v1beta4 for Kubernetes >= 1.36 only
-from v0.32.0 on (pkg/cluster/internal/kubeadm/config.go); the node image below
-is one published with v0.33.0, and node images are supported only with the
-kind release they were built for.
-"""
-NODE_IMAGE = (
-    "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
-)
-"""Kubernetes 1.36.4 node image published with kind v0.33.0 (whose default is v1.37.0).
-
-Not pulled here (no registry access): the digest is the one public projects pin
-next to kind v0.33.0; kind v0.33.0's own default is
-``kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5``.
-"""
 
 KIND_NETWORK = "kind"
 """The Docker network kind puts its nodes on; MinIO joins it to be reachable from pods."""
@@ -75,123 +61,6 @@ DOCKER_CLI = Tool(
     install="Docker Engine >= 20.10 (e.g. `apt-get install docker.io`)",
     version_args=("version", "--format", "{{.Client.Version}}"),
 )
-# Inside the node container: where the policy is mounted and where the log is written.
-NODE_POLICY_DIR = "/etc/kubernetes/policies"
-NODE_LOG_DIR = "/var/log/kubernetes/audit"
-AUDIT_LOG_NAME = "audit.log"
-AUDIT_LOG_MAX_MB = 500
-
-AUDIT_POLICY = MANIFESTS / "kind" / "audit-policy.yaml"
-
-
-@dataclass(frozen=True, slots=True)
-class PortMapping:
-    """A node port published on the host (kind ``extraPortMappings``)."""
-
-    container_port: int
-    host_port: int
-    listen_address: str = "127.0.0.1"
-    protocol: str = "TCP"
-
-
-def node_kubernetes_version(node_image: str) -> tuple[int, int, int]:
-    """The Kubernetes version in a node image tag (``kindest/node:v1.36.4@sha256:…``)."""
-    m = re.search(r":v(\d+)\.(\d+)\.(\d+)(?:@|$)", node_image)
-    if m is None:
-        raise UsageError(
-            f"cannot tell the Kubernetes version of node image {node_image!r}",
-            hint="use an image tagged vX.Y.Z, e.g. " + NODE_IMAGE,
-        )
-    return int(m[1]), int(m[2]), int(m[3])
-
-
-def _audit_patch(kube_version: tuple[int, int, int]) -> str:
-    """The kubeadm ClusterConfiguration patch that turns on the audit log.
-
-    kind v0.33 generates kubeadm v1beta4 for Kubernetes >= 1.36, where
-    ``extraArgs`` is a list of name/value pairs, and v1beta3 (a plain map)
-    before that; the patch names its apiVersion so kind applies it as written.
-    """
-    args = {
-        "audit-policy-file": f"{NODE_POLICY_DIR}/audit-policy.yaml",
-        "audit-log-path": f"{NODE_LOG_DIR}/{AUDIT_LOG_NAME}",
-        "audit-log-maxsize": str(AUDIT_LOG_MAX_MB),
-        "audit-log-maxbackup": "1",
-    }
-    v1beta4 = kube_version >= (1, 36, 0)
-    volumes = [
-        {
-            "name": "audit-policies",
-            "hostPath": NODE_POLICY_DIR,
-            "mountPath": NODE_POLICY_DIR,
-            "readOnly": True,
-            "pathType": "DirectoryOrCreate",
-        },
-        {
-            "name": "audit-logs",
-            "hostPath": NODE_LOG_DIR,
-            "mountPath": NODE_LOG_DIR,
-            "readOnly": False,
-            "pathType": "DirectoryOrCreate",
-        },
-    ]
-    patch = {
-        "kind": "ClusterConfiguration",
-        "apiVersion": "kubeadm.k8s.io/v1beta4" if v1beta4 else "kubeadm.k8s.io/v1beta3",
-        "apiServer": {
-            "extraArgs": [{"name": k, "value": v} for k, v in args.items()] if v1beta4 else args,
-            "extraVolumes": volumes,
-        },
-    }
-    return yaml.safe_dump(patch, sort_keys=False)
-
-
-def kind_config(
-    *,
-    name: str,
-    node_image: str,
-    audit_dir: Path,
-    workers: int = 0,
-    port_mappings: Sequence[PortMapping] = (),
-) -> dict[str, Any]:
-    """The kind Cluster config (kind.x-k8s.io/v1alpha4) for one mo-chaos cluster.
-
-    ``audit_dir`` on the host holds ``policy/audit-policy.yaml`` and receives
-    ``log/audit.log``; both are mounted into the control-plane node and from
-    there into the apiserver's static pod.
-    """
-    control_plane: dict[str, Any] = {
-        "role": "control-plane",
-        "image": node_image,
-        "extraMounts": [
-            {
-                "hostPath": str(audit_dir / "policy"),
-                "containerPath": NODE_POLICY_DIR,
-                "readOnly": True,
-            },
-            {"hostPath": str(audit_dir / "log"), "containerPath": NODE_LOG_DIR},
-        ],
-        "kubeadmConfigPatches": [_audit_patch(node_kubernetes_version(node_image))],
-    }
-    if port_mappings:
-        control_plane["extraPortMappings"] = [
-            {
-                "containerPort": p.container_port,
-                "hostPort": p.host_port,
-                "listenAddress": p.listen_address,
-                "protocol": p.protocol,
-            }
-            for p in port_mappings
-        ]
-    nodes = [control_plane] + [{"role": "worker", "image": node_image} for _ in range(workers)]
-    return {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "name": name,
-        "nodes": nodes,
-    }
-
-
 # --------------------------------------------------------------------------
 # The provider
 # --------------------------------------------------------------------------

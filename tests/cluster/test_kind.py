@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.cluster.kind import (
+from mochaos.cluster.kind import KindProvider
+from mochaos.cluster.kind_config import (
     AUDIT_POLICY,
     NODE_IMAGE,
     NODE_LOG_DIR,
     NODE_POLICY_DIR,
-    KindProvider,
     PortMapping,
     kind_config,
     node_kubernetes_version,

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster.kind import KIND, KIND_VERSION, KindProvider
+from mochaos.cluster.kind import KIND, KindProvider
+from mochaos.cluster.kind_config import KIND_VERSION
 from mochaos.errors import EXIT_INFRA, InfraError
 from mochaos.paths import cache_dir
 from mochaos.tooling.runner import SubprocessRunner
