@@ -180,6 +180,8 @@ SETTINGS: tuple[Setting, ...] = (
             _path),
     Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
             group="kind"),
+    Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
+            "image when its tag is not one (e.g. a nightly tag)", None, group="kind"),
     Setting("minio", "--mochaos-minio", "kind: where MatrixOne's object storage runs", "auto",
             choices=MINIO_MODES, group="kind"),
     Setting("chart_repo", "--mochaos-chart-repo", "kind: Helm repository URL", None,
@@ -214,6 +216,7 @@ class RunConfig:
     keep_cluster: bool = False
     reports_dir: Path = Path("reports")
     mo_image: str | None = None
+    mo_version: str | None = None
     minio: str = "auto"
     chart_repo: str | None = None
     chart_version: str | None = None
@@ -239,6 +242,7 @@ class RunConfig:
             "cluster": self.cluster,
             "run_id": self.run_id,
             "mo_image": self.mo_image,
+            "mo_version": self.mo_version,
             "minio": self.minio,
             "chart_repo": self.chart_repo,
             "chart_version": self.chart_version,
