@@ -48,7 +48,7 @@ def test_the_same_set_is_kept_and_another_build_replaced():
 
 def test_a_crd_someone_else_installed_is_refused_naming_the_helm_release():
     helm = crd(None, **{"meta.helm.sh/release-name": "mo"})
-    with pytest.raises(UsageError, match="Helm release mo"):
+    with pytest.raises(UsageError, match="helm:mo/"):
         decide(helm, OPERATOR)
     with pytest.raises(UsageError, match="not by mo-chaos"):
         decide(crd(None), OWN)

@@ -47,13 +47,13 @@ def test_image_target_refuses_bad_input() -> None:
 def test_a_nightly_matrixone_image_needs_its_version_before_anything_runs() -> None:
     nightly = "matrixorigin/matrixone:nightly-4a4c2b8c"
     with pytest.raises(UsageError, match=r"pass --mochaos-mo-version=<x\.y\.z>"):
-        parse_target(f"image:{REF}", image_options={"mo_image": nightly})
+        parse_target(f"image:{REF}", {"mo_image": nightly})
     target = parse_target(
-        f"image:{REF}", image_options={"mo_image": nightly, "mo_version": "2.1.0"}
+        f"image:{REF}", {"mo_image": nightly, "mo_version": "2.1.0"}
     )
     assert isinstance(target, ImageTarget)
     assert (target.mo_image, target.mo_version) == (nightly, "2.1.0")
-    installed = parse_target("installed", image_options={"mo_image": nightly, "mo_version": "2.1"})
+    installed = parse_target("installed", {"mo_image": nightly, "mo_version": "2.1"})
     assert isinstance(installed, InstalledTarget)
     assert installed.mo_version == "2.1.0"
 
@@ -80,8 +80,8 @@ def test_image_target_refuses_our_own_crds_before_helm_runs_local(cluster, kube,
     with pytest.raises(UsageError) as info:
         target.install(cluster)
     assert str(info.value).startswith(
-        "CRD cnclaims.core.matrixorigin.io holds mo-chaos's own schema (a model: or binary: run "
-        "installed it); the operator's chart must install its own: delete them first "
+        "CRD cnclaims.core.matrixorigin.io was installed by mo-chaos (a model:/source:/binary: "
+        "run); the operator's chart must install its own: delete them first "
         "(`kubectl delete crd cnclaims.core.matrixorigin.io cnclaimsets.core.matrixorigin.io "
         "cnpools.core.matrixorigin.io`"
     )
