@@ -281,8 +281,9 @@ def _mb(n: float) -> str:
 
 
 def _fmt(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
+    """Like the build's durations, with tenths under a minute (downloads are short)."""
+    m, s = divmod(seconds, 60)
+    return f"{int(m)}m{int(s):02d}s" if m else f"{s:.1f}s"
 
 
 @dataclass
@@ -303,7 +304,9 @@ class Fetcher:
     progress_every: float = 3.0
     unreachable: dict[str, str] = field(default_factory=dict)
     """host → why it could not be connected to."""
-    _pools: dict[str | None, urllib3.PoolManager] = field(default_factory=dict, repr=False)
+    _pools: dict[str | None, urllib3.PoolManager] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def _pool(self, url: str) -> urllib3.PoolManager:
         """A direct pool, or one through the proxy the environment names for this URL."""
@@ -514,6 +517,14 @@ def download_component(
     t.stamp.write_text(f"{fingerprint(t)} {RECIPE}\n")
 
 
+def _refused(err: Unavailable) -> Unavailable:
+    return Unavailable(
+        f"release binaries not available ({err.what})",
+        hint=f"unset {MODE_ENV} to build from Go modules instead, or point "
+        f"{', '.join(Sources.ENV.values())} at a mirror",
+    )
+
+
 def obtain(
     targets: Sequence[Target],
     *,
@@ -545,7 +556,7 @@ def obtain(
             arch = release_arch()
         except Unavailable as err:
             if mode == "download":
-                raise
+                raise _refused(err) from err
             failures.append(err.what)
             wanted = []
         if wanted:
@@ -559,7 +570,7 @@ def obtain(
                 )
             except Unavailable as err:
                 if mode == "download":
-                    raise
+                    raise _refused(err) from err
                 failures.append(err.what)
                 continue
             downloaded.append(t)

@@ -315,6 +315,7 @@ def test_a_404_fails_download_mode_in_one_line(server: Server) -> None:
     del server.routes[f"/k8s/{K8S.version}/bin/linux/{ARCH}/kubectl"]
     with pytest.raises(Unavailable) as err:
         fetch(server, [K8S])
+    assert str(err.value).startswith("release binaries not available (127.0.0.1:")
     assert "HTTP 404" in str(err.value) and "/kubectl" in str(err.value)
     assert "\n" not in str(err.value) and err.value.exit_code == EXIT_INFRA
     assert not K8S.is_built()
