@@ -33,8 +33,8 @@ def _parser() -> argparse.ArgumentParser:
 
     cl = sub.add_parser("cluster", help="build, start, stop and inspect the local cluster")
     csub = cl.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    b = csub.add_parser("build", help="build the control-plane binaries into the cache")
-    b.add_argument("--force", action="store_true", help="rebuild even when cached")
+    b = csub.add_parser("build", help="download or build the control-plane binaries into the cache")
+    b.add_argument("--force", action="store_true", help="download or build again even when cached")
     for name, text in (
         ("up", "start the cluster, or reuse a healthy one"),
         ("down", "stop the cluster and remove its data"),

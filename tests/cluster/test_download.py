@@ -7,6 +7,8 @@ import io
 import json
 import os
 import stat
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -503,3 +505,26 @@ def test_the_environment_proxy_is_used_unless_no_proxy_names_the_host(
     monkeypatch.setenv("no_proxy", "mirror.invalid")
     with pytest.raises(Unavailable, match=r"mirror\.invalid: name not resolved"):
         fast().text("http://mirror.invalid/sum")
+
+
+def test_offline_without_go_the_command_says_both_in_order(server: Server, tmp_path: Path) -> None:
+    """``cluster build`` on a machine with neither the release hosts (here: a closed port)
+    nor Go: the fallback line, then the build's own one-line error, exit status 3."""
+    url = server.url
+    server.shutdown()
+    server.server_close()
+    dirs = os.environ.get("PATH", "").split(os.pathsep)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env |= {env_var: url for env_var in Sources.ENV.values()}
+    env["PATH"] = os.pathsep.join(d for d in dirs if not os.access(Path(d) / "go", os.X_OK))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mochaos", "cluster", "build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == EXIT_INFRA, proc.stderr
+    assert lines[-2].startswith("mo-chaos: release binaries not available (127.0.0.1:")
+    assert lines[-1] == "mo-chaos: go not found: install Go >= 1.26 and put it on PATH"
