@@ -95,14 +95,18 @@ class Sources:
     serves the same layout below its base, see README "How the binaries are obtained").
 
     - ``kubernetes`` (``MOCHAOS_KUBERNETES_URL``): ``<base>/<v>/bin/linux/<arch>/<binary>``
-      and ``<binary>.sha256`` next to it (the digest alone), as dl.k8s.io publishes them.
-    - ``etcd`` (``MOCHAOS_ETCD_URL``): ``<base>/<v>/etcd-<v>-linux-<arch>.tar.gz`` and
-      ``<base>/<v>/SHA256SUMS`` (``shasum -a 256`` lines), the GitHub release's assets
-      (``https://storage.googleapis.com/etcd`` has the same layout).
-    - ``kwok`` (``MOCHAOS_KWOK_URL``): ``<base>/<v>/<binary>-linux-<arch>``.
+      and ``<binary>.sha256`` next to it, holding the digest alone (kubernetes/release
+      pkg/release/release.go ``WriteChecksums``; kubernetes/website install-kubectl-linux.md).
+    - ``etcd`` (``MOCHAOS_ETCD_URL``): ``<base>/<v>/etcd-<v>-linux-<arch>.tar.gz`` holding
+      ``etcd-<v>-linux-<arch>/etcd``, and ``<base>/<v>/SHA256SUMS`` (``shasum -a 256`` lines),
+      the GitHub release's assets (etcd-io/etcd release-3.6 scripts/build-binary.sh:88-93,
+      scripts/release.sh:246,391); ``https://storage.googleapis.com/etcd`` has the same
+      layout (release.sh:261-263).
+    - ``kwok`` (``MOCHAOS_KWOK_URL``): ``<base>/<v>/<binary>-linux-<arch>`` (kubernetes-sigs/
+      kwok v0.8.0 hack/releases.sh:201-206, which uploads the binaries and nothing else).
     - ``kwok_release`` (``MOCHAOS_KWOK_RELEASE_URL``): ``<base>/<v>``, the GitHub API's
-      release document, whose assets carry the ``sha256:`` digest GitHub computed at upload:
-      kwok publishes no checksum file.
+      release document, whose assets carry the ``sha256:`` digest GitHub computes at upload
+      (since June 2025): kwok publishes no checksum file.
     """
 
     kubernetes: str = "https://dl.k8s.io/release"
