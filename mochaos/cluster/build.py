@@ -1,5 +1,8 @@
 """Build the local cluster's binaries from Go modules and cache them by version.
 
+:func:`build` first tries the official release binaries (:mod:`mochaos.cluster.download`,
+``MOCHAOS_BINARIES``) and builds what they do not provide.
+
 k8s.io/kubernetes cannot be ``go install``-ed (its go.mod replaces every
 staging module with a local path), so it is built inside a generated wrapper
 module whose replace block maps each staging module to its published v0.x
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mochaos.cluster import download
 from mochaos.errors import BuildError
 from mochaos.paths import cache_dir
 from mochaos.progress import announce
@@ -63,12 +67,17 @@ class Component:
         return self.directory / ".complete"
 
     def is_built(self) -> bool:
-        """True when every binary exists and the stamp matches this recipe."""
-        return (
-            self.stamp.is_file()
-            and self.stamp.read_text().strip() == self.fingerprint()
-            and all(self.path(b).is_file() for b in self.binaries)
-        )
+        """True when every binary exists and the stamp matches how they were obtained."""
+        return self.obtained_by() is not None
+
+    def obtained_by(self) -> str | None:
+        """The recipe of the cached binaries (this build's or a download's), None when stale."""
+        if not self.stamp.is_file() or not all(self.path(b).is_file() for b in self.binaries):
+            return None
+        stamped = self.stamp.read_text().split()[:1]
+        if stamped == [download.fingerprint(self)]:
+            return download.RECIPE
+        return self.recipe if stamped == [self.fingerprint()] else None
 
     def fingerprint(self) -> str:
         """Identifies the inputs: component, version, recipe revision, Go version."""
@@ -376,31 +385,43 @@ _RECIPES = {"kubernetes": _build_kubernetes, "etcd": _build_etcd, "kwok": _build
 
 
 def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict[str, Path]:
-    """Build every missing component into the cache; return all binary paths.
+    """Put every missing component into the cache; return all binary paths.
 
-    Idempotent: a component whose stamp matches is skipped. Raises BuildError
+    Release binaries are downloaded and verified where ``MOCHAOS_BINARIES`` allows and they
+    can be had (:func:`mochaos.cluster.download.obtain`); the rest is built from Go
+    modules. Idempotent: a component whose stamp matches is skipped. Raises BuildError
     with a one-line reason on the first failure.
     """
-    _go()
+    mode = download.binaries_mode()
     log_path = cache_dir() / "build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     runner = _Runner(log_path=log_path, progress=progress)
-    progress = runner.progress
     todo = [c for c in COMPONENTS if force or not c.is_built()]
     if not todo:
-        progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'}")
+        how = ", ".join(f"{c.name} {c.version} {c.obtained_by()}" for c in COMPONENTS)
+        runner.progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'} ({how})")
         return binary_paths()
+    download.obtain(
+        todo, mode=mode, build=lambda rest: _build_all(rest, runner), progress=runner.progress
+    )
+    return binary_paths()
+
+
+def _build_all(todo: list[Component], runner: _Runner) -> None:
+    """Build ``todo`` from Go modules, one component after the other."""
+    _go()
+    progress = runner.progress
     progress(
         f"mo-chaos: building {', '.join(f'{c.name} {c.version}' for c in todo)} "
-        f"with {_go_version()} (log: {log_path})"
+        f"with {_go_version()} (log: {runner.log_path})"
     )
+    started = time.monotonic()
     for c in todo:
         t0 = time.monotonic()
         progress(f"{c.name} {c.version}:")
         c.directory.mkdir(parents=True, exist_ok=True)
         c.stamp.unlink(missing_ok=True)
         _RECIPES[c.name](c, runner)
-        c.stamp.write_text(c.fingerprint() + "\n")
+        c.stamp.write_text(f"{c.fingerprint()} {c.recipe}\n")
         progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")
-    progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - runner.started)}")
-    return binary_paths()
+    progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - started)}")
