@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mochaos.doubles.matrixone import build as matrixone_double_module
 from mochaos.errors import BuildError
 from mochaos.paths import cache_dir
 
@@ -80,6 +81,12 @@ COMPONENTS = (
     Component("kubernetes", KUBERNETES_VERSION, K8S_BINARIES, "wrapper-v1"),
     Component("etcd", ETCD_VERSION, ("etcd",), "wrapper-v1"),
     Component("kwok", KWOK_VERSION, ("kwok", "kwokctl"), "install-v1"),
+    Component(
+        "matrixone-double",
+        matrixone_double_module.pinned_version(),
+        (matrixone_double_module.BINARY,),
+        matrixone_double_module.recipe(),
+    ),
 )
 
 
@@ -152,6 +159,7 @@ class _Runner:
         label: str,
         module: str,
         outputs: dict[str, Path] | None = None,
+        env: dict[str, str] | None = None,
     ) -> str:
         """Run one command; raise BuildError with a one-line reason on failure.
 
@@ -187,7 +195,7 @@ class _Runner:
             proc = subprocess.Popen(
                 args,
                 cwd=cwd,
-                env=_build_env(),
+                env={**_build_env(), **(env or {})},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -372,7 +380,41 @@ def _kwok_module(work: Path, c: Component, runner: _Runner, module: str) -> Path
     return work
 
 
-_RECIPES = {"kubernetes": _build_kubernetes, "etcd": _build_etcd, "kwok": _build_kwok}
+def _build_matrixone_double(c: Component, runner: _Runner) -> None:
+    work = _fresh_dir(cache_dir() / "build" / f"{c.name}-{c.version}")
+    module = f"{matrixone_double_module.MO_MODULE}@{c.version}"
+    mo_gomod = None
+    if c.version != matrixone_double_module.pinned_version():
+        mo_gomod = _module_gomod(runner, module, work)
+    steps = matrixone_double_module.prepare_module(work, c.version, mo_gomod)
+    for args in steps:
+        runner.progress(f"  resolving {module}")
+        runner.run(
+            [_go(), *args],
+            cwd=work,
+            label="go mod",
+            module=module,
+            env=matrixone_double_module.build_env(),
+        )
+    t0 = time.monotonic()
+    binary = c.binaries[0]
+    runner.progress(f"  [1/1] {binary} (MatrixOne {c.version}) …")
+    runner.run(
+        [_go(), "build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(c.path(binary)), "."],
+        cwd=work,
+        label=binary,
+        module=module,
+        env=matrixone_double_module.build_env(),
+    )
+    runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
+
+
+_RECIPES = {
+    "kubernetes": _build_kubernetes,
+    "etcd": _build_etcd,
+    "kwok": _build_kwok,
+    "matrixone-double": _build_matrixone_double,
+}
 
 
 def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict[str, Path]:
@@ -381,15 +423,32 @@ def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict
     Idempotent: a component whose stamp matches is skipped. Raises BuildError
     with a one-line reason on the first failure.
     """
+    _build_components(list(COMPONENTS), force=force, progress=progress)
+    return binary_paths()
+
+
+def matrixone_double(version: str | None = None, *, progress: Progress = _stderr_progress) -> Path:
+    """The MatrixOne double built against MatrixOne ``version`` (default: the pinned one)."""
+    c = Component(
+        "matrixone-double",
+        version or matrixone_double_module.pinned_version(),
+        (matrixone_double_module.BINARY,),
+        matrixone_double_module.recipe(),
+    )
+    _build_components([c], force=False, progress=progress)
+    return c.path(matrixone_double_module.BINARY)
+
+
+def _build_components(components: list[Component], *, force: bool, progress: Progress) -> None:
     _go()
     log_path = cache_dir() / "build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     runner = _Runner(log_path=log_path, progress=progress)
     progress = runner.progress
-    todo = [c for c in COMPONENTS if force or not c.is_built()]
+    todo = [c for c in components if force or not c.is_built()]
     if not todo:
         progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'}")
-        return binary_paths()
+        return
     progress(
         f"mo-chaos: building {', '.join(f'{c.name} {c.version}' for c in todo)} "
         f"with {_go_version()} (log: {log_path})"
@@ -403,4 +462,3 @@ def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict
         c.stamp.write_text(c.fingerprint() + "\n")
         progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")
     progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - runner.started)}")
-    return binary_paths()
