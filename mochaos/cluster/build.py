@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from filelock import FileLock
+
 from mochaos.doubles.matrixone import build as matrixone_double_module
 from mochaos.errors import BuildError
 from mochaos.paths import cache_dir
@@ -435,7 +437,11 @@ def matrixone_double(version: str | None = None, *, progress: Progress = _stderr
         (matrixone_double_module.BINARY,),
         matrixone_double_module.recipe(),
     )
-    _build_components([c], force=False, progress=progress)
+    lock = cache_dir() / "build" / f"{c.name}-{c.version}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    # Test workers and the provider may ask at once: one builds, the others wait.
+    with FileLock(str(lock), timeout=1800):
+        _build_components([c], force=False, progress=progress)
     return c.path(matrixone_double_module.BINARY)
 
 

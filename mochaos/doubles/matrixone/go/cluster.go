@@ -25,6 +25,7 @@ type cnStore struct {
 	lockAddr          string
 	queryAddr         string
 	initWorkState     string
+	taskService       bool
 	query             *cnQueryServer
 	knobs             queryKnobs
 	lock              lockKnobs
@@ -58,6 +59,7 @@ type tnSpec struct {
 type moCluster struct {
 	namespace string
 	ip        string
+	logSets   string // UIDs of the LogSets it was started for
 	opts      clusterOptions
 	events    *eventLog
 	onChange  func()
@@ -405,18 +407,32 @@ func (c *moCluster) sendCNHeartbeat(s *cnStore) {
 	defer cancel()
 	// The fields a CN sends (matrixone pkg/cnservice/server_heartbeat.go:75-93); the
 	// schedule commands HAKeeper answers with (task service, gossip) are not acted on.
-	_, err := c.cnClient.SendCNHeartbeat(ctx, pb.CNStoreHeartbeat{
+	c.mu.Lock()
+	taskService := s.taskService
+	c.mu.Unlock()
+	cb, err := c.cnClient.SendCNHeartbeat(ctx, pb.CNStoreHeartbeat{
 		UUID:               s.uuid,
 		ServiceAddress:     s.pipelineAddr,
 		SQLAddress:         s.sqlAddr,
 		LockServiceAddress: s.lockAddr,
 		QueryAddress:       s.queryAddr,
 		InitWorkState:      s.initWorkState,
+		TaskServiceCreated: taskService,
 		CommitID:           "mochaos-double",
 	})
 	if err != nil {
 		c.events.emit(c.namespace, svcStore, "heartbeatFailed", map[string]any{
 			"kind": "cn", "uuid": s.uuid, "pod": s.pod, "error": err.Error()})
+		return
+	}
+	// A CN creates its task service when HAKeeper asks (cnservice handleCommands) and
+	// says so in its next heartbeat; that keeps HAKeeper from asking again.
+	for _, cmd := range cb.Commands {
+		if cmd.CreateTaskService != nil {
+			c.mu.Lock()
+			s.taskService = true
+			c.mu.Unlock()
+		}
 	}
 }
 

@@ -299,13 +299,14 @@ func (d *double) logSetReflector() *reflector {
 // reconcile makes one namespace's MatrixOne cluster match its LogSets and pods.
 func (d *double) reconcile(ns string) {
 	d.mu.Lock()
-	hasLogSet := false
+	var uids []string
 	for _, l := range d.logsets {
 		if l.Metadata.Namespace == ns {
-			hasLogSet = true
-			break
+			uids = append(uids, l.Metadata.UID)
 		}
 	}
+	sort.Strings(uids)
+	logSets := strings.Join(uids, ",")
 	var pods []podObj
 	for _, p := range d.pods {
 		if p.Metadata.Namespace == ns {
@@ -315,7 +316,16 @@ func (d *double) reconcile(ns string) {
 	cl := d.clusters[ns]
 	d.mu.Unlock()
 
-	if !hasLogSet {
+	if cl != nil && cl.logSets != logSets {
+		// Every LogSet of the namespace went or was replaced: a new MatrixOne cluster
+		// (the operator, too, drops its clients of a recreated LogSet, mocli/manager.go:132-137).
+		d.mu.Lock()
+		delete(d.clusters, ns)
+		d.mu.Unlock()
+		cl.close()
+		cl = nil
+	}
+	if logSets == "" {
 		d.mu.Lock()
 		delete(d.clusters, ns)
 		delete(d.failed, ns)
@@ -328,7 +338,7 @@ func (d *double) reconcile(ns string) {
 	}
 	if cl == nil {
 		var err error
-		if cl, err = d.startCluster(ns); err != nil {
+		if cl, err = d.startCluster(ns, logSets); err != nil {
 			return
 		}
 	}
@@ -368,7 +378,7 @@ func (d *double) reconcile(ns string) {
 	cl.syncStores(cns, tns)
 }
 
-func (d *double) startCluster(ns string) (*moCluster, error) {
+func (d *double) startCluster(ns, logSets string) (*moCluster, error) {
 	var lastErr error
 	for attempt := 0; attempt < 16; attempt++ {
 		ip, err := d.lease(ns)
@@ -378,6 +388,7 @@ func (d *double) startCluster(ns string) (*moCluster, error) {
 		}
 		cl, err := startCluster(ns, ip, d.cfg.cluster, d.events, func() { d.markDirty("") })
 		if err == nil {
+			cl.logSets = logSets
 			d.mu.Lock()
 			d.clusters[ns] = cl
 			delete(d.failed, ns)

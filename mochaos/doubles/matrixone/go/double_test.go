@@ -498,3 +498,17 @@ func readEvents(t *testing.T, path string) []map[string]any {
 	sort.SliceStable(out, func(i, j int) bool { return out[i]["time"].(string) < out[j]["time"].(string) })
 	return out
 }
+
+func TestCNCreatesItsTaskServiceWhenAsked(t *testing.T) {
+	c := startTestCluster(t, nil)
+	id := cnStoreUUID("cn-a", "h", c.namespace)
+	c.syncStores([]cnSpec{{pod: "cn-a", podUID: "u1", uuid: id}}, nil)
+	// Once HAKeeper runs its task scheduler it asks every CN to create its task service;
+	// the CN reports it in its heartbeats from then on.
+	eventually(t, "HAKeeper to record the CN's task service", 20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := c.reader.GetClusterState(ctx)
+		return err == nil && st.CNState.Stores[id].TaskServiceCreated
+	})
+}

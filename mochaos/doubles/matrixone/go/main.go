@@ -46,7 +46,7 @@ func run() error {
 		tnTimeout   = flag.Duration("tn-store-timeout", 10*time.Second, "HAKeeper's TN store timeout (MatrixOne's default: 10s)")
 		check       = flag.Duration("hakeeper-check-interval", 3*time.Second, "HAKeeper's health-check interval (MatrixOne's default: 3s)")
 		poll        = flag.Duration("poll-interval", 250*time.Millisecond, "how often the double reads HAKeeper to log store changes")
-		rtt         = flag.Uint64("rtt-millisecond", 50, "raft RTT of the in-memory log stores")
+		rtt         = flag.Uint64("rtt-millisecond", 10, "raft RTT of the in-memory log stores (MatrixOne's tests: 10)")
 		logLevel    = flag.String("mo-log-level", "warn", "level of MatrixOne's own log (<state-dir>/matrixone.log)")
 		hostsSource = flag.String("base-hosts", "/etc/hosts", "hosts file copied at the top of <state-dir>/hosts")
 	)

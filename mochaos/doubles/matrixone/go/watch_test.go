@@ -331,3 +331,22 @@ func TestExpiredWatchRelists(t *testing.T) {
 		return !old && fresh
 	})
 }
+
+func TestRecreatedLogSetIsANewCluster(t *testing.T) {
+	d, api, _ := startFakeDouble(t)
+	api.put(logSetsPath, "ADDED", logSetObject("n1", "mo"))
+	var first *moCluster
+	eventually(t, "a cluster for n1", 20*time.Second, func() bool {
+		var ok bool
+		first, ok = d.cluster("n1")
+		return ok
+	})
+	// Deleted and created again before the double reconciles: a new UID.
+	recreated := logSetObject("n1", "mo")
+	recreated["metadata"].(map[string]any)["uid"] = "ls-2"
+	api.put(logSetsPath, "MODIFIED", recreated)
+	eventually(t, "a fresh cluster for the new LogSet", 20*time.Second, func() bool {
+		c, ok := d.cluster("n1")
+		return ok && c != first && c.log.uuid != first.log.uuid
+	})
+}
