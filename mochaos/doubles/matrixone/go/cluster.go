@@ -131,21 +131,26 @@ func startCluster(
 	return c, nil
 }
 
-// waitDiscoverable waits until a client doing the operator's discovery (GET_SHARD_INFO
-// of the HAKeeper shard at the published address) finds the HAKeeper leader.
+// waitDiscoverable waits until the log store knows the HAKeeper leader, then checks once
+// that the operator's discovery (GET_SHARD_INFO of the HAKeeper shard at the published
+// address, through the proxy) finds it.
 func (c *moCluster) waitDiscoverable() error {
-	addr := fmt.Sprintf("%s:%d", c.ip, logServicePort)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, ok, err := logservice.GetShardInfo(doubleSID, addr, hakeeper.DefaultHAKeeperShardID)
+		_, ok, err := logservice.GetShardInfo(doubleSID, c.log.innerAddr, hakeeper.DefaultHAKeeperShardID)
 		if err == nil && ok {
-			return nil
+			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("HAKeeper not discoverable at %s after 30s (last error: %v)", addr, err)
+			return fmt.Errorf("HAKeeper has no leader after 30s (last error: %v)", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	addr := fmt.Sprintf("%s:%d", c.ip, logServicePort)
+	if _, ok, err := logservice.GetShardInfo(doubleSID, addr, hakeeper.DefaultHAKeeperShardID); err != nil || !ok {
+		return fmt.Errorf("HAKeeper not discoverable at %s (ok=%v, error: %v)", addr, ok, err)
+	}
+	return nil
 }
 
 // connectClients opens the HAKeeper clients a CN and a TN use (ServiceAddresses, like a

@@ -124,7 +124,9 @@ func (p *haProxy) log(req *logservice.RPCRequest, resp *logservice.RPCResponse, 
 	f := map[string]any{"elapsedMs": float64(took.Microseconds()) / 1000}
 	if resp.ErrorCode != 0 {
 		f["errorCode"] = resp.ErrorCode
-		f["error"] = resp.ErrorMessage
+		if resp.ErrorMessage != "" {
+			f["error"] = resp.ErrorMessage
+		}
 	}
 	switch req.Method {
 	case pb.PATCH_CN_STORE:
