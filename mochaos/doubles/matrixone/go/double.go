@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"path/filepath"
@@ -85,9 +84,7 @@ type watchStatus struct {
 }
 
 type config struct {
-	kubeconfig    string
 	stateDir      string
-	controlAddr   string
 	addressPool   netip.Prefix
 	cluster       clusterOptions
 	baseHostsFile string
@@ -574,9 +571,4 @@ func (d *double) health() (map[string]any, error) {
 		return body, fmt.Errorf("namespace %s: %s", ns, e)
 	}
 	return body, nil
-}
-
-// listenControl binds the control address (port 0 picks a free one).
-func listenControl(addr string) (net.Listener, error) {
-	return net.Listen("tcp", addr)
 }

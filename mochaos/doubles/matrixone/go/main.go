@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -76,8 +77,7 @@ func run() error {
 	defer events.close()
 
 	cfg := config{
-		kubeconfig: *kubeconfig, stateDir: *stateDir, controlAddr: *control,
-		addressPool: prefix, baseHostsFile: *hostsSource,
+		stateDir: *stateDir, addressPool: prefix, baseHostsFile: *hostsSource,
 		cluster: clusterOptions{
 			heartbeatInterval: *heartbeat, pollInterval: *poll,
 			hakeeper: hakeeperOptions{
@@ -87,7 +87,7 @@ func run() error {
 		},
 	}
 	d := newDouble(cfg, kube, events)
-	ln, err := listenControl(*control)
+	ln, err := net.Listen("tcp", *control)
 	if err != nil {
 		return fmt.Errorf("control address %s: %w", *control, err)
 	}
