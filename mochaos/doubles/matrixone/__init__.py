@@ -54,7 +54,7 @@ def health(ctx: DoubleContext) -> str | None:
 
 
 def prepare(ctx: DoubleContext) -> None:
-    """Build the double's binary (cached; seconds when warm, ~2.5 min cold)."""
+    """Build the double's binary (cached; seconds when warm, about 2 min cold)."""
     from mochaos.cluster import build
 
     build.matrixone_double()
