@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mochaos.doubles.matrixone import MatrixOneControl
+from mochaos.doubles import matrixone as mo_double
+from mochaos.doubles import state_dir
+from mochaos.doubles.matrixone import files as mo_files
+from mochaos.doubles.matrixone.client import ControlClient
+from mochaos.errors import InfraError
 from mochaos.kube import api_client
 from mochaos.operator.matrixone.minio import S3Store
 from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE, Topology, prepare_namespace
@@ -32,7 +36,7 @@ MO_VERSION = "1.2.3"
 class DoubleSessions:
     """Sessions on a CN as the MatrixOne double's query service reports them."""
 
-    def __init__(self, control: MatrixOneControl, namespace: str) -> None:
+    def __init__(self, control: ControlClient, namespace: str) -> None:
         self._control = control
         self._namespace = namespace
         self._held: set[str] = set()
@@ -56,14 +60,20 @@ class LocalMatrixOne:
     def __init__(self, cluster: Cluster, namespace: str) -> None:
         self._cluster = cluster
         self._namespace = namespace
-        self._control = MatrixOneControl.of(cluster)
+        if cluster.state_dir is None:
+            raise InfraError(
+                f"cluster {cluster.name} ({cluster.provider}) has no MatrixOne double",
+                hint="real-manager targets run on the local cluster",
+            )
+        self._state = state_dir(cluster.state_dir, mo_double.NAME)
+        self._control = ControlClient.from_state_dir(self._state)
         self.sessions = DoubleSessions(self._control, namespace)
         self.timings = local()
 
     @property
     def hosts_file(self) -> Path:
         """The hosts file naming the namespaces' MatrixOne services (for the manager)."""
-        return self._control.hosts_file
+        return self._state / mo_files.HOSTS
 
     def prepare(self) -> PoolSpec:
         """Apply the LogSet and DNSet, wait until the operator reports both Ready."""
