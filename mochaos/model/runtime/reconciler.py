@@ -17,7 +17,7 @@ from mochaos.model.logs import Logger
 from mochaos.model.objects import deleting, meta
 from mochaos.model.runtime.context import Client, Context, ReSync, find_cause
 from mochaos.model.runtime.informer import Informer
-from mochaos.model.runtime.workqueue import RateLimiter, WorkQueue
+from mochaos.ctrl.workqueue import RateLimiter, WorkQueue
 from mochaos.model.timing import Timing
 
 Action = Callable[[Context], None]
