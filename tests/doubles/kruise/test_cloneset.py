@@ -96,6 +96,15 @@ def test_status_fields(custom, core, namespace):
     assert status["observedGeneration"] == 1
     assert status["currentRevision"] == status["updateRevision"]
     assert status["labelSelector"] == ("matrixorigin.io/component=Test,matrixorigin.io/instance=cn")
+    sick = pods_of(core, namespace, "cn")[0].metadata.name
+    core.patch_namespaced_pod_status(
+        sick, namespace, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    counts = ("replicas", "readyReplicas", "availableReplicas", "updatedReadyReplicas")
+    wait_for(
+        lambda: [_get(custom, namespace, "cn")["status"][k] for k in counts] == [2, 1, 1, 1],
+        what="an unready pod counted as not ready, not available, not updated-ready",
+    )
     _patch(custom, namespace, "cn", {"spec": {"replicas": 3}})
     wait_for(
         lambda: (

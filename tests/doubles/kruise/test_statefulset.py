@@ -3,7 +3,11 @@ identity, PVCs bound by the volume stand-in, scale-in order, status, garbage col
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+
+from mochaos.observe.watching import KindWatcher, RawEvent
 
 from .helpers import (
     DRAINING,
@@ -63,6 +67,14 @@ def test_ordinals_identity_labels_and_status(custom, core, namespace):
     assert status["observedGeneration"] == 1
     assert status["currentRevision"] == status["updateRevision"]
     assert status["labelSelector"] == "matrixorigin.io/component=Test,matrixorigin.io/instance=log"
+    core.patch_namespaced_pod_status(
+        "log-1", namespace, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    counts = ("replicas", "readyReplicas", "availableReplicas", "updatedReadyReplicas")
+    wait_for(
+        lambda: [_get(custom, namespace, "log")["status"][k] for k in counts] == [3, 2, 2, 2],
+        what="an unready pod counted as not ready, not available, not updated-ready",
+    )
 
 
 def test_reserve_ordinals_skip_and_condemn(custom, core, namespace):
@@ -78,14 +90,31 @@ def test_reserve_ordinals_skip_and_condemn(custom, core, namespace):
     )
 
 
-def test_scale_in_removes_the_highest_ordinal_first(custom, core, namespace):
+def test_scale_in_removes_the_highest_ordinal_first(kube, custom, core, namespace):
     _create(custom, namespace, statefulset("log", 4))
     wait_for(lambda: running(pods_of(core, namespace, "log"), 4), what="4 pods")
-    _patch(custom, namespace, "log", {"spec": {"replicas": 2}})
-    wait_for(
-        lambda: names(pods_of(core, namespace, "log", live=False)) == ["log-0", "log-1"],
-        what="log-3 then log-2 removed",
-    )
+    order: list[str] = []
+
+    def record(kind: str, event: RawEvent) -> None:
+        meta = event.obj["metadata"]
+        deleting = event.event == "DELETED" or meta.get("deletionTimestamp")
+        if deleting and meta["name"] not in order:
+            order.append(meta["name"])
+
+    stop = threading.Event()
+    watcher = KindWatcher(kube, kind="Pod", namespace=namespace, emit=record, stop=stop)
+    watcher.initial_list()
+    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
+    thread.start()
+    try:
+        _patch(custom, namespace, "log", {"spec": {"replicas": 2}})
+        wait_for(lambda: len(order) == 2, what="two pods removed")
+    finally:
+        stop.set()
+        watcher.stop()
+        thread.join(timeout=5)
+    assert order == ["log-3", "log-2"]
+    assert names(pods_of(core, namespace, "log", live=False)) == ["log-0", "log-1"]
 
 
 @pytest.mark.parametrize("policy, created", [("OrderedReady", 1), ("Parallel", 2)])
@@ -170,8 +199,10 @@ def test_failed_pod_is_recreated_and_orphan_adopted(custom, core, namespace):
         *STS[:2], namespace, STS[2], "log", body={"propagationPolicy": "Orphan"}
     )
     wait_for(
-        lambda: not (pods_of(core, namespace, "log")[0].metadata.owner_references or [])
-        and gone(lambda: _get(custom, namespace, "log")),
+        lambda: (
+            not (pods_of(core, namespace, "log")[0].metadata.owner_references or [])
+            and gone(lambda: _get(custom, namespace, "log"))
+        ),
         what="log-0 orphaned and the set gone",
     )
     again = _create(custom, namespace, statefulset("log", 1))
