@@ -1,11 +1,11 @@
 """The CloneSet controller (apps.kruise.io/v1alpha1), as OpenKruise v1.4.0 runs it.
 
-One pass (cloneset/cloneset_controller.go:183-387): list the pods the CloneSet controls,
+One pass (cloneset/cloneset_controller.go:183-355): list the pods the CloneSet controls,
 release those whose labels left the selector, compute the update revision, **scale**
 (cloneset/sync/cloneset_scale.go:48-155), and only when scaling did nothing **update**
-(cloneset_update.go:46-130: the lifecycle refresh), then write the status (cloneset_status.go)
+(cloneset_update.go:46-130: the lifecycle refresh), then write the status (cloneset_status.go:72-108)
 and drop the names of pods that are gone from ``scaleStrategy.podsToDelete``
-(cloneset_controller.go:508-534).
+(cloneset_controller.go:497-521).
 
 Scale, in kruise's order:
 1. pods in PreparingDelete may go back to PreparingNormal when replicas grew again — unless

@@ -2,9 +2,9 @@
 
 - CloneSet pod ``<set>-<id>`` with a 5-character id from apimachinery's ``rand.String``
   alphabet (cloneset/sync/cloneset_scale.go:357-368, cloneset/core/cloneset_core.go:95);
-- StatefulSet pod ``<set>-<ordinal>`` (statefulset/stateful_set_utils.go:75-78);
-- PVC ``<template>-<set>-<id|ordinal>`` (cloneset_utils.go:225-227,
-  stateful_set_utils.go:80-84);
+- StatefulSet pod ``<set>-<ordinal>`` (statefulset/stateful_set_utils.go:80-83);
+- PVC ``<template>-<set>-<id|ordinal>`` (cloneset_utils.go:201-203,
+  stateful_set_utils.go:86-89);
 - revision ``<set>-<hash>``: kruise hashes the ControllerRevision holding the pod template
   (fnv32a, then ``rand.SafeEncodeString``); we hash the template's canonical JSON the same
   way, so the form matches and equal templates give equal names, but the value differs.

@@ -1,5 +1,5 @@
 """Which CloneSet pods go first on scale-in: kruise's ActivePodsWithRanks ordering
-(cloneset/utils/pod_sorter.go:46-108 at v1.4.0) with its same-node ranker (:159-185).
+(cloneset/utils/pod_sorter.go:56-118 at v1.4.0) with its same-node ranker (:176-200).
 
 Earlier in the order means deleted first:
 1. unscheduled before scheduled; 2. Pending < Unknown < Running; 3. not available before

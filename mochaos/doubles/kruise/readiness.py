@@ -4,7 +4,7 @@
   (webhook/pod/mutating/pod_readiness.go:29-38) and its pod-readiness controller sets the
   condition True when it is missing (controller/podreadiness/pod_readiness_controller.go:
   104-136). A lifecycle hook with ``markPodNotReady`` adds a ``{userAgent, key}`` message
-  and turns it False, recomputing Ready (util/podreadiness/pod_readiness_utils.go:29-96).
+  and turns it False, recomputing Ready (util/podreadiness/pod_readiness_utils.go:30-96).
 - ``InPlaceUpdateReady``: set True on every pass when no in-place update is in flight
   (util/inplaceupdate/inplace_update.go:109-159).
 """

@@ -17,10 +17,10 @@ selector), then
 - with ``persistentVolumeClaimRetentionPolicy`` (the StatefulSetAutoDeletePVC gate, on in the
   operator's kruise chart) a PVC is owned by the set when ``whenDeleted: Delete`` and by its
   pod once the pod is scaled away when ``whenScaled: Delete``, so garbage collection removes
-  it (stateful_set_utils.go:179-239).
+  it (stateful_set_utils.go:142-235).
 
 The status (replicas, ready, available, current, updated, updatedReady, revisions, selector,
-observedGeneration) is written when it changed (stateful_set_utils.go:559-570). Not emulated:
+observedGeneration) is written when it changed (stateful_set_utils.go:586-596). Not emulated:
 rolling or in-place updates of existing pods after a template change (logged), partitions,
 ``maxUnavailable`` of scaling, ControllerRevision objects, image pre-download.
 """

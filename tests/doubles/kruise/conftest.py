@@ -9,13 +9,16 @@ cluster's state.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from mochaos.doubles import DoubleContext
 from mochaos.doubles.kruise import SPEC
@@ -72,3 +75,16 @@ def core(kube) -> client.CoreV1Api:
 def custom(kube) -> client.CustomObjectsApi:
     """CustomObjectsApi on the test's client."""
     return client.CustomObjectsApi(kube)
+
+
+@pytest.fixture
+def released_pods(core: client.CoreV1Api, namespace: str) -> Iterator[None]:
+    """After the test, strip the finalizers tests put on pods, so the namespace can go even
+    when a test stopped half-way."""
+    yield
+    for pod in core.list_namespaced_pod(namespace).items:
+        if pod.metadata.finalizers:
+            with contextlib.suppress(ApiException):
+                core.patch_namespaced_pod(
+                    pod.metadata.name, namespace, {"metadata": {"finalizers": None}}
+                )

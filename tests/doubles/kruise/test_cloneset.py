@@ -21,7 +21,7 @@ from .helpers import (
     wait_for,
 )
 
-pytestmark = pytest.mark.usefixtures("kruise_double")
+pytestmark = pytest.mark.usefixtures("kruise_double", "released_pods")
 
 PRE_DELETE = {"preDelete": {"finalizersHandler": [DRAINING], "markPodNotReady": True}}
 

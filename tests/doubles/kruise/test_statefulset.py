@@ -22,7 +22,7 @@ from .helpers import (
     wait_for,
 )
 
-pytestmark = pytest.mark.usefixtures("kruise_double")
+pytestmark = pytest.mark.usefixtures("kruise_double", "released_pods")
 
 VOLUME = {
     "metadata": {"name": "mo-data"},
