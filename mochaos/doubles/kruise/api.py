@@ -1,8 +1,8 @@
 """Plain-dict REST access to the apiserver for the kruise double, cluster-wide or namespaced.
 
-Every call goes through the kubernetes client's ``ApiClient.call_api`` (so kubeconfig auth,
-TLS and the user agent are the client's), with raw JSON in and out. HTTP errors become
-:class:`ApiError` subclasses so callers branch like ``apierrors.IsConflict``.
+The kubernetes client builds each URL with the kubeconfig's auth and our user agent, and its
+connection pool (TLS) carries the request; bodies go out and come back as raw JSON. HTTP
+errors become :class:`ApiError` subclasses so callers branch like ``apierrors.IsConflict``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
+import urllib3
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from mochaos.kube import new_api_client
@@ -142,28 +142,35 @@ class Api:
         content_type: str = "application/json",
         timeout: Any = REQUEST_TIMEOUT,
     ) -> Any:
-        """The raw urllib3 response of one call (not read yet); errors raised as ApiError."""
+        """The raw urllib3 response of one call (not read yet); errors raised as ApiError.
+
+        The client builds the URL and the auth headers; the body is sent as compact JSON
+        with sorted keys, the bytes Go's encoder would produce, so an embedded raw field
+        (a ControllerRevision's ``data``) survives the apiserver re-encoding it on a patch.
+        """
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        method, url, headers, body, _ = self._client.param_serialize(
+        method, url, headers, _, _ = self._client.param_serialize(
             method,
             path,
             query_params=query or [],
             header_params=headers,
-            body=body,
             auth_settings=["BearerToken"],
         )
+        data = None if body is None else json.dumps(body, separators=(",", ":"), sort_keys=True)
+        if isinstance(timeout, tuple):
+            limit = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        else:
+            limit = urllib3.Timeout(total=timeout)
         try:
-            resp = self._client.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=timeout
-            ).response
-        except client.ApiException as err:
-            raise Unreachable(0, "Unreachable", f"{method} {path}: {err.reason}") from err
+            resp = self._client.rest_client.pool_manager.request(
+                method, url, body=data, headers=headers, timeout=limit, preload_content=False
+            )
         except (Urllib3Error, OSError) as err:
             raise Unreachable(0, "Unreachable", f"{method} {path}: {err}") from err
         if resp.status >= 400:
-            data = resp.data
+            payload = resp.data
             resp.release_conn()
-            raise _error(resp.status, data)
+            raise _error(resp.status, payload)
         return resp
 
     def request(self, method: str, path: str, **kwargs: Any) -> Obj:

@@ -1,11 +1,11 @@
 """The CloneSet controller (apps.kruise.io/v1alpha1), as OpenKruise v1.4.0 runs it.
 
 One pass (cloneset/cloneset_controller.go:183-355): list the pods the CloneSet controls,
-release those whose labels left the selector, compute the update revision, **scale**
-(cloneset/sync/cloneset_scale.go:48-155), and only when scaling did nothing **update**
-(cloneset_update.go:46-130: the lifecycle refresh), then write the status (cloneset_status.go:72-108)
-and drop the names of pods that are gone from ``scaleStrategy.podsToDelete``
-(cloneset_controller.go:497-521).
+release those whose labels left the selector, make the template's ControllerRevision the
+update revision, **scale** (cloneset/sync/cloneset_scale.go:48-155), and only when scaling
+did nothing **update** (cloneset_update.go:46-130), then write the status
+(cloneset_status.go:72-108), drop the names of pods that are gone from
+``scaleStrategy.podsToDelete`` (cloneset_controller.go:497-521) and old revisions.
 
 Scale, in kruise's order:
 1. pods in PreparingDelete may go back to PreparingNormal when replicas grew again — unless
@@ -22,10 +22,17 @@ labels) moves to PreparingDelete (and, with ``markPodNotReady``, KruisePodReady 
 stays until the hook's owner removes the finalizer/label; any other pod is deleted with the
 PVCs of its instance id.
 
-Not emulated (the operator does not rely on them): pods of the *current* revision under a
-``partition`` (every new pod gets the update revision), in-place and recreate updates of
-existing pods after a template change (logged; see README), ``maxSurge`` pods of an
-update, ControllerRevision objects, image pre-download, PodUnavailableBudget.
+Update, after every pod's state is refreshed (:func:`workload.refresh_pod_state`): pods not
+at the update revision are updated — as many as ``updateStrategy.maxUnavailable`` allows,
+in k8s' ActivePods order with PreparingUpdate pods first — in place when only labels,
+annotations and images changed (``InPlaceIfPossible`` / ``InPlaceOnly``, through the
+``inPlaceUpdate`` hook: :func:`workload.update_in_place`), otherwise by recreation (the pod is
+labelled ``apps.kruise.io/specified-delete`` and scale replaces it; ``InPlaceOnly`` refuses).
+
+Not emulated (the operator does not rely on them): new pods of the *current* revision under
+a ``partition`` (every new pod gets the update revision), ``maxSurge`` during updates beyond
+kruise's arithmetic, priority/scatter update strategies, image pre-download,
+PodUnavailableBudget.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from __future__ import annotations
 import copy
 import math
 
-from mochaos.doubles.kruise import keys, lifecycle, naming, readiness
+from mochaos.doubles.kruise import inplace, keys, lifecycle, naming, readiness
 from mochaos.doubles.kruise.api import CLONESETS, PODS, PVCS, ApiError, Conflict, NotFound, Obj
 from mochaos.doubles.kruise.events import NORMAL, WARNING
 from mochaos.doubles.kruise.objects import (
@@ -54,14 +61,18 @@ from mochaos.doubles.kruise.pods import (
     pod_from_template,
     wire_volumes,
 )
-from mochaos.doubles.kruise.ranking import scale_in_order
+from mochaos.doubles.kruise.ranking import scale_in_order, update_order
+from mochaos.doubles.kruise.revisions import History, template_of
 from mochaos.doubles.kruise.workload import (
     Pass,
+    UpdateError,
     available_in,
     create_claims,
     is_pod_available,
     is_update_ready,
+    refresh_pod_state,
     release_or_adopt,
+    update_in_place,
     write_status,
 )
 
@@ -227,6 +238,9 @@ class Diffs:
             self.update_num = update_old_diff
         else:
             self.update_num = -update_new_diff
+        self.update_max_unavailable = 0
+        if self.update_num != 0:
+            self.update_max_unavailable = max_unavailable + len(pods) - replicas
 
 
 def _is_pod_ready(p: Pass, pod: Obj) -> bool:
@@ -265,16 +279,20 @@ class CloneSetSync:
         if (_spec(self.cs).get("scaleStrategy") or {}).get("disablePVCReuse"):
             pvcs = self._cleanup_pvcs(active, pvcs)
         active = release_or_adopt(self.p, self.cs, CLONESETS, active)
+        history = History(self.p.writer, self.p.revisions, self.cs, CLONESETS)
+        history.ensure(self.update_revision, _spec(self.cs).get("template") or {})
         for pod in active:
             readiness.ensure_kruise_pod_ready(self.p.writer, pod)
         if not deleting(self.cs):
+            step = "FailedScale"
             try:
                 if not self.scale(active, pvcs):
-                    self.update(active)
-            except ApiError as err:
+                    step = "FailedUpdate"
+                    self.update(active, history)
+            except (ApiError, UpdateError) as err:
                 self.conditions.append(
                     {
-                        "type": "FailedScale",
+                        "type": step,
                         "status": "True",
                         "lastTransitionTime": self.p.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                         "message": str(err),
@@ -284,6 +302,8 @@ class CloneSetSync:
                 raise
         self.write_status(active)
         self.truncate_pods_to_delete(active)
+        in_use = {_revision(pod) for pod in active} | {self.current_revision, self.update_revision}
+        history.truncate(in_use)
         self._requeue_for_availability(active)
 
     # -- scale --------------------------------------------------------------------------------
@@ -476,47 +496,97 @@ class CloneSetSync:
 
     # -- update (lifecycle refresh) -----------------------------------------------------------
 
-    def update(self, pods: list[Obj]) -> None:
-        """realControl.Update: refresh every pod's state. Updating pods to a changed
-        template is not emulated: it is reported once per revision."""
-        for pod in pods:
-            self._refresh(pod)
-        outdated = [name_of(pod) for pod in pods if not _at_revision(pod, self.update_revision)]
-        if outdated:
-            self.p.warn_once(
-                f"{uid_of(self.cs)}/{self.update_revision}",
-                "template changed: updating existing pods is not emulated",
-                update_revision=self.update_revision,
-                outdated=outdated,
+    def update(self, pods: list[Obj], history: History) -> None:
+        """realControl.Update (cloneset_update.go:46-130)."""
+        refreshed = [
+            refresh_pod_state(
+                self.p,
+                self.cs,
+                pod,
+                at_update_revision=_at_revision(pod, self.update_revision),
+                cloneset=True,
             )
+            for pod in pods
+        ]
+        if any(refreshed) or (_spec(self.cs).get("updateStrategy") or {}).get("paused"):
+            return
+        diffs = Diffs(self.p, self.cs, pods, self.current_revision, self.update_revision)
+        if diffs.update_num == 0:
+            return
+        target = self.update_revision if diffs.update_num > 0 else self.current_revision
+        waiting = []
+        for pod in pods:
+            at_update = _at_revision(pod, self.update_revision)
+            if at_update == (diffs.update_num > 0):
+                continue
+            state = lifecycle.state_of(pod)
+            if state == keys.PREPARING_DELETE:
+                continue
+            if state != keys.UPDATED and inplace.in_grace(pod):
+                continue
+            waiting.append(pod)
+        for pod in self._limit(update_order(waiting), diffs, pods, target):
+            self._update_pod(pod, target, history)
 
-    def _refresh(self, pod: Obj) -> bool:
-        """refreshPodState: InPlaceUpdateReady, then the lifecycle moves that need no update:
-        PreparingNormal -> Normal (once every preNormal handler is on the pod),
-        PreparingUpdate/Updated -> Normal."""
-        readiness.refresh_in_place_update_ready(self.p.writer, pod)
-        state = lifecycle.state_of(pod)
-        target = ""
-        if state == keys.PREPARING_NORMAL:
-            pre_normal = lifecycle.hook(self.cs, "preNormal")
-            if pre_normal is None or lifecycle.is_all_hooked(pre_normal, pod):
-                target = keys.NORMAL
-        elif state == keys.PREPARING_UPDATE:
-            if _at_revision(pod, self.update_revision):
-                in_place = lifecycle.hook(self.cs, "inPlaceUpdate")
-                has_lifecycle = bool(_spec(self.cs).get("lifecycle"))
-                if has_lifecycle and not lifecycle.is_all_hooked(in_place, pod):
-                    target = keys.UPDATED
-                else:
-                    target = keys.NORMAL
-        elif state == keys.UPDATED:
-            in_place = lifecycle.hook(self.cs, "inPlaceUpdate")
-            if in_place is None or lifecycle.is_all_hooked(in_place, pod):
-                target = keys.NORMAL
-        if not target:
-            return False
-        mark = bool((lifecycle.hook(self.cs, "inPlaceUpdate") or {}).get("markPodNotReady"))
-        return lifecycle.update_state(self.p.writer, pod, target, mark_not_ready=mark)
+    def _limit(self, waiting: list[Obj], diffs: Diffs, pods: list[Obj], target: str) -> list[Obj]:
+        """limitUpdateIndexes: no more unavailable pods than the update's maxUnavailable."""
+        waiting = waiting[: abs(diffs.update_num)]
+        min_ready = _min_ready(self.cs)
+        unavailable = target_unavailable = 0
+        for pod in pods:
+            if not is_pod_available(pod, min_ready, self.p.now):
+                unavailable += 1
+                target_unavailable += _at_revision(pod, target)
+        allowed = 0
+        for pod in waiting:
+            if target_unavailable + allowed >= diffs.update_max_unavailable:
+                break
+            if is_pod_available(pod, min_ready, self.p.now):
+                if unavailable >= diffs.update_max_unavailable:
+                    break
+                unavailable += 1
+            allowed += 1
+        return waiting[:allowed]
+
+    def _update_pod(self, pod: Obj, target: str, history: History) -> None:
+        """updatePod: in place when possible, else recreate (InPlaceOnly refuses)."""
+        strategy = _spec(self.cs).get("updateStrategy") or {}
+        kind = strategy.get("type") or "ReCreate"
+        if kind in ("InPlaceIfPossible", "InPlaceOnly"):
+            old = history.find(_revision(pod))
+            new = history.find(target)
+            grace = int(
+                (strategy.get("inPlaceUpdateStrategy") or {}).get("gracePeriodSeconds") or 0
+            )
+            spec = inplace.calculate_spec(
+                template_of(old) if old else None,
+                template_of(new) if new else (_spec(self.cs).get("template") or {}),
+                target,
+                grace_seconds=grace,
+            )
+            if spec is not None:
+                update_in_place(self.p, self.cs, pod, spec, cloneset=True)
+                return
+            if kind == "InPlaceOnly":
+                raise UpdateError(
+                    f"find Pod {name_of(pod)} update strategy is InPlaceOnly but can not "
+                    "update in-place"
+                )
+        if keys.SPECIFIED_DELETE not in labels_of(pod):
+            self.p.writer.patch(
+                PODS,
+                pod,
+                {"metadata": {"labels": {keys.SPECIFIED_DELETE: "true"}}},
+                strategic=True,
+                msg="recreate pod for update",
+                pod=name_of(pod),
+                revision=target,
+            )
+        self._event(
+            NORMAL,
+            "SuccessfulUpdatePodReCreate",
+            f"successfully patch pod {name_of(pod)} specified-delete for update(revision {target})",
+        )
 
     # -- status -------------------------------------------------------------------------------
 

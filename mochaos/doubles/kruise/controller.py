@@ -2,8 +2,9 @@
 
 Keys are ``(kind, namespace, name)``. A CloneSet or StatefulSet event queues that workload;
 a pod event queues the workload named by its controller reference (an orphan pod queues the
-namespace's StatefulSets whose selector matches it, which may adopt it); a PVC event queues
-the volume binder for that PVC. A pass that fails is retried with client-go's per-item
+namespace's StatefulSets whose selector matches it, which may adopt it) and, for a pod a
+kruise workload controls, the kubelet's Ready stand-in (:func:`readiness.sync_ready`); a PVC
+event queues the volume binder for that PVC. A pass that fails is retried with client-go's per-item
 exponential backoff; a pass that asks for a later look (minReadySeconds) is queued after
 that delay; nothing is polled.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mochaos.ctrl.workqueue import RateLimiter, WorkQueue
-from mochaos.doubles.kruise import volumes
+from mochaos.doubles.kruise import readiness, volumes
 from mochaos.doubles.kruise.api import (
     CLONESETS,
     KRUISE_GROUP,
@@ -35,11 +36,13 @@ from mochaos.doubles.kruise.events import EventRecorder
 from mochaos.doubles.kruise.logs import Log
 from mochaos.doubles.kruise.objects import (
     controller_of,
+    deleting,
     labels_of,
     name_of,
     namespace_of,
     selector_matches,
 )
+from mochaos.doubles.kruise.revisions import REVISIONS
 from mochaos.doubles.kruise.statefulset import CONTROLLER as STATEFULSET_CONTROLLER
 from mochaos.doubles.kruise.statefulset import StatefulSetSync
 from mochaos.doubles.kruise.workload import Pass
@@ -71,7 +74,7 @@ class Controller:
         self.errors = 0
         self.caches: dict[Resource, Cache] = {
             res: Cache(api, res, on_error=self._cache_error)
-            for res in (CLONESETS, STATEFULSETS, PODS, PVCS)
+            for res in (CLONESETS, STATEFULSETS, PODS, PVCS, REVISIONS)
         }
         if options.bind_volumes:
             self.caches[PVS] = Cache(api, PVS, on_error=self._cache_error)
@@ -146,6 +149,8 @@ class Controller:
                 continue
             if ref.get("kind") in (CLONESETS.kind, STATEFULSETS.kind):
                 self.queue.add((ref["kind"], namespace_of(pod), ref.get("name", "")))
+                if pod is new:
+                    self.queue.add((PODS.kind, namespace_of(pod), name_of(pod)))
 
     def _enqueue_adopters(self, pod: Obj) -> None:
         labels = labels_of(pod)
@@ -187,6 +192,7 @@ class Controller:
             writer=writer,
             pods=self.caches[PODS],
             pvcs=self.caches[PVCS],
+            revisions=self.caches[REVISIONS],
             events=self._recorders[kind],
             warned=self._warned,
         )
@@ -208,6 +214,16 @@ class Controller:
             p = self._pass(kind, ns, name, STATEFULSET_CONTROLLER)
             StatefulSetSync(p, sts).run()
             return p.requeue_after
+        if kind == PODS.kind:
+            pod = self.caches[PODS].get(ns, name)
+            if pod is not None and not deleting(pod):
+                writer = Writer(
+                    self.api,
+                    self.caches,
+                    self.log.with_values(controller="pod-readiness", namespace=ns, name=name),
+                )
+                readiness.sync_ready(writer, pod)
+            return None
         if kind == PVCS.kind:
             pvc = self.caches[PVCS].get(ns, name)
             if pvc is not None:

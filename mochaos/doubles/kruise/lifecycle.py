@@ -91,3 +91,30 @@ def update_state(writer: Writer, pod: Obj, state: str, *, mark_not_ready: bool) 
         pod=name_of(pod),
     )
     return True
+
+
+def update_state_with_handler(writer: Writer, pod: Obj, state: str, hook_spec: Obj | None) -> bool:
+    """UpdatePodLifecycleWithHandler: like :func:`update_state`, and put the hook's labels
+    and finalizers back on the pod in the same strategic merge patch (finalizers merge)."""
+    if hook_spec is None:
+        return False
+    if hook_spec.get("markPodNotReady") and state == keys.PREPARING_UPDATE:
+        readiness.add_not_ready_key(writer, pod, readiness.PRE_UPDATE_KEY)
+    if state_of(pod) == state:
+        return False
+    patch: Obj = {
+        "metadata": {
+            "labels": {keys.LIFECYCLE_STATE: state, **(hook_spec.get("labelsHandler") or {})},
+            "annotations": {keys.LIFECYCLE_TIMESTAMP: now_rfc3339()},
+            "finalizers": list(hook_spec.get("finalizersHandler") or []),
+        }
+    }
+    writer.patch(
+        PODS,
+        pod,
+        patch,
+        strategic=True,
+        msg=f"pod lifecycle {state_of(pod) or '-'} -> {state} (hook handlers restored)",
+        pod=name_of(pod),
+    )
+    return True

@@ -22,6 +22,7 @@ from mochaos.doubles.kruise.api import Obj
 from mochaos.doubles.kruise.objects import (
     annotations_of,
     is_ready,
+    labels_of,
     parse_time,
     ready_since,
     uid_of,
@@ -66,8 +67,11 @@ def _cmp(
     b: Obj,
     ranks: dict[str, float],
     available: Callable[[Obj], bool] | None,
+    *,
+    cost: bool = True,
 ) -> int:
-    """-1 when ``a`` is deleted before ``b``, 1 when after, 0 when equal."""
+    """-1 when ``a`` sorts before ``b``, 1 when after, 0 when equal; without ``cost`` (and
+    ranks and ``available``) this is k8s' ActivePods order."""
 
     def less(x: bool) -> int:
         return -1 if x else 1
@@ -82,7 +86,7 @@ def _cmp(
         return less(not available(a))
     if is_ready(a) != is_ready(b):
         return less(not is_ready(a))
-    ca, cb = deletion_cost(a), deletion_cost(b)
+    ca, cb = (deletion_cost(a), deletion_cost(b)) if cost else (0, 0)
     if ca != cb:
         return less(ca < cb)
     ra, rb = ranks.get(uid_of(a), 0.0), ranks.get(uid_of(b), 0.0)
@@ -123,3 +127,13 @@ def scale_in_order(pods: list[Obj], available: Callable[[Obj], bool]) -> list[Ob
     ranker and ``available`` as AvailableFunc)."""
     ranks = same_node_ranks(pods)
     return sorted(pods, key=cmp_to_key(lambda x, y: _cmp(x, y, ranks, available)))
+
+
+def update_order(pods: list[Obj]) -> list[Obj]:
+    """The order CloneSet pods are updated in (GetPodsSortFunc, k8s ActivePods: unscheduled,
+    pending, not ready, ready for less time, more restarts, newer first), then the ones
+    already in PreparingUpdate first (cloneset_update.go SortUpdateIndexes)."""
+    ordered = sorted(pods, key=cmp_to_key(lambda x, y: _cmp(x, y, {}, None, cost=False)))
+    return sorted(
+        ordered, key=lambda p: labels_of(p).get(keys.LIFECYCLE_STATE) != keys.PREPARING_UPDATE
+    )

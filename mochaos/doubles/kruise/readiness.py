@@ -5,8 +5,7 @@
   condition True when it is missing (controller/podreadiness/pod_readiness_controller.go:
   104-136). A lifecycle hook with ``markPodNotReady`` adds a ``{userAgent, key}`` message
   and turns it False, recomputing Ready (util/podreadiness/pod_readiness_utils.go:30-96).
-- ``InPlaceUpdateReady``: set True on every pass when no in-place update is in flight
-  (util/inplaceupdate/inplace_update.go:109-159).
+(``InPlaceUpdateReady`` belongs to in-place updates: see :mod:`inplace`.)
 """
 
 from __future__ import annotations
@@ -156,24 +155,59 @@ def ensure_kruise_pod_ready(writer: Writer, pod: Obj) -> None:
     writer.update_fresh(PODS, pod, mutate, msg="set pod readiness condition", sub="status")
 
 
-def refresh_in_place_update_ready(writer: Writer, pod: Obj) -> None:
-    """inplaceupdate Refresh without an in-place update in flight: InPlaceUpdateReady True."""
-    if not has_readiness_gate(pod, keys.IN_PLACE_UPDATE_READY):
-        return
-    cond = condition(pod, keys.IN_PLACE_UPDATE_READY)
-    if cond is not None and cond.get("status") == "True":
+def kubelet_ready(pod: Obj) -> tuple[str, str, str] | None:
+    """The Ready condition a kubelet would report (status, reason, message): ContainersReady
+    and every readiness gate True. None when the pod has no ContainersReady condition yet.
+
+    A stand-in for a kubelet duty kwok lacks: kwok marks a pod's conditions once, when it
+    starts, and never re-evaluates the readiness gates, so a gate that turns False and back
+    True (KruisePodReady after markPodNotReady, InPlaceUpdateReady after an in-place update,
+    the operator's ``matrixorigin.io/cn-store``) would leave Ready stale."""
+    containers = condition(pod, "ContainersReady")
+    if containers is None:
+        return None
+    if containers.get("status") != "True":
+        return "False", "ContainersNotReady", ""
+    unready = []
+    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
+        ctype = gate.get("conditionType")
+        cond = condition(pod, ctype)
+        if cond is None:
+            unready.append(
+                f"corresponding condition of pod readiness gate {ctype!r} does not exist."
+            )
+        elif cond.get("status") != "True":
+            unready.append(
+                f'the status of pod readiness gate "{ctype}" is not "True", but {cond["status"]}'
+            )
+    if unready:
+        return "False", "ReadinessGatesNotReady", ", ".join(unready)
+    return "True", "", ""
+
+
+def sync_ready(writer: Writer, pod: Obj) -> None:
+    """Bring the pod's Ready condition in line with :func:`kubelet_ready`."""
+    want = kubelet_ready(pod)
+    ready = condition(pod, "Ready")
+    if want is None or (ready is not None and ready.get("status") == want[0]):
         return
 
     def mutate(current: Obj) -> bool:
-        existing = condition(current, keys.IN_PLACE_UPDATE_READY)
-        if existing is not None and existing.get("status") == "True":
+        expected = kubelet_ready(current)
+        existing = condition(current, "Ready")
+        if expected is None or (existing is not None and existing.get("status") == expected[0]):
             return False
-        ready = {
-            "type": keys.IN_PLACE_UPDATE_READY,
-            "status": "True",
-            "lastTransitionTime": now_rfc3339(),
-        }
-        set_pod_condition(current, ready)
+        status, reason, message = expected
+        cond: Obj = {"type": "Ready", "status": status, "lastTransitionTime": now_rfc3339()}
+        if reason:
+            cond.update(reason=reason, message=message)
+        conditions = current.setdefault("status", {}).setdefault("conditions", [])
+        if existing is None:
+            conditions.append(cond)
+        else:
+            conditions[conditions.index(existing)] = cond
         return True
 
-    writer.update_fresh(PODS, pod, mutate, msg="set in-place update ready", sub="status")
+    writer.update_fresh(
+        PODS, pod, mutate, msg=f"pod Ready {want[0]} (kubelet stand-in)", sub="status"
+    )

@@ -20,21 +20,25 @@ selector), then
   it (stateful_set_utils.go:142-235).
 
 The status (replicas, ready, available, current, updated, updatedReady, revisions, selector,
-observedGeneration) is written when it changed (stateful_set_utils.go:586-596). Not emulated:
-rolling or in-place updates of existing pods after a template change (logged), partitions,
-``maxUnavailable`` of scaling, ControllerRevision objects, image pre-download.
+observedGeneration) is written when it changed (stateful_set_utils.go:586-596). A changed
+template is rolled out highest ordinal first, ``maxUnavailable`` (default 1) at a time, in
+place when only labels, annotations and images changed and ``podUpdatePolicy`` allows it
+(``InPlaceIfPossible`` here), else by deleting the pod so it is recreated. Not emulated:
+new pods of the current revision under a ``partition``, ``unorderedUpdate``, scaling's
+``maxUnavailable``, image pre-download.
 """
 
 from __future__ import annotations
 
 import math
 
-from mochaos.doubles.kruise import keys, lifecycle, naming, readiness
+from mochaos.doubles.kruise import inplace, keys, lifecycle, naming, readiness
 from mochaos.doubles.kruise.api import PODS, PVCS, STATEFULSETS, ApiError, NotFound, Obj
 from mochaos.doubles.kruise.events import NORMAL, WARNING
 from mochaos.doubles.kruise.objects import (
     available_in,
     deleting,
+    int_or_percent,
     is_ready,
     is_running,
     labels_of,
@@ -44,7 +48,16 @@ from mochaos.doubles.kruise.objects import (
     uid_of,
 )
 from mochaos.doubles.kruise.pods import claims_for, pod_from_template, wire_volumes
-from mochaos.doubles.kruise.workload import Pass, create_claims, release_or_adopt, write_status
+from mochaos.doubles.kruise.revisions import History, template_of
+from mochaos.doubles.kruise.workload import (
+    Pass,
+    UpdateError,
+    create_claims,
+    refresh_pod_state,
+    release_or_adopt,
+    update_in_place,
+    write_status,
+)
 
 CONTROLLER = "statefulset-controller"
 DELETE = "Delete"
@@ -121,6 +134,8 @@ class StatefulSetSync:
     def run(self) -> None:
         """The pass (module docstring)."""
         pods = self._members()
+        history = History(self.p.writer, self.p.revisions, self.sts, STATEFULSETS)
+        history.ensure(self.update_revision, _spec(self.sts).get("template") or {})
         for pod in pods:
             if not deleting(pod):
                 readiness.ensure_kruise_pod_ready(self.p.writer, pod)
@@ -130,6 +145,8 @@ class StatefulSetSync:
                 self.sync(pods, status)
         finally:
             self.write_status(status)
+        in_use = {_revision(pod) for pod in pods} | {self.current_revision, self.update_revision}
+        history.truncate(in_use)
         self._requeue_for_availability(pods)
 
     # -- pods ---------------------------------------------------------------------------------
@@ -164,14 +181,15 @@ class StatefulSetSync:
                 status["replicas"] -= 1
                 pod = None
             if pod is None:
-                self._count(status, self._create(ordinal), 1)
+                replicas[ordinal] = self._create(ordinal)
+                self._count(status, replicas[ordinal], 1)
                 status["replicas"] += 1
                 if self.monotonic:
                     return
                 continue
             if deleting(pod) and self.monotonic:
                 return
-            readiness.refresh_in_place_update_ready(self.p.writer, pod)
+            self.p.requeue(inplace.refresh(self.p.writer, pod, self.p.now))
             if self.monotonic and not (is_running(pod) and is_ready(pod)):
                 return
             self._retention(pod)
@@ -188,14 +206,82 @@ class StatefulSetSync:
             self._retention(pod)
             if self._delete(pod):
                 return
-        outdated = [name_of(p) for p in replicas.values() if _revision(p) != self.update_revision]
-        if outdated:
-            self.p.warn_once(
-                f"{uid_of(self.sts)}/{self.update_revision}",
-                "template changed: updating existing pods is not emulated",
-                update_revision=self.update_revision,
-                outdated=outdated,
-            )
+        self.update(pods, replicas)
+
+    def update(self, pods: list[Obj], replicas: dict[int, Obj]) -> None:
+        """The rolling update (stateful_set_control.go:620-819): refresh every pod's state,
+        then from the highest ordinal down to ``partition`` update each pod not at the update
+        revision — in place when possible, else by deleting it (it is recreated at the update
+        revision) — and stop once ``maxUnavailable`` (default 1) pods are unavailable."""
+        strategy = _spec(self.sts).get("updateStrategy") or {}
+        if strategy.get("type") == "OnDelete":
+            return
+        rolling = strategy.get("rollingUpdate") or {}
+        if rolling.get("paused"):
+            return
+        max_unavailable = max(
+            int_or_percent(
+                rolling.get("maxUnavailable") if rolling.get("maxUnavailable") is not None else 1,
+                _replicas(self.sts),
+                round_up=False,
+            ),
+            1,
+        )
+        if rolling:
+            refreshed = [
+                refresh_pod_state(
+                    self.p,
+                    self.sts,
+                    pod,
+                    at_update_revision=_revision(pod) == self.update_revision,
+                    cloneset=False,
+                )
+                for pod in pods
+            ]
+            if any(refreshed):
+                return
+        partition = int(rolling.get("partition") or 0)
+        min_ready = _min_ready(self.sts)
+        unavailable = []
+        for ordinal in sorted(replicas, reverse=True):
+            if ordinal < partition:
+                break
+            pod = replicas[ordinal]
+            outdated = _revision(pod) != self.update_revision
+            if outdated and not deleting(pod) and not self._update_in_place(pod, rolling):
+                self._delete(pod)
+            wait = available_in(pod, min_ready, self.p.now)
+            if outdated or not _healthy(pod) or inplace.in_grace(pod):
+                unavailable.append(name_of(pod))
+            elif wait is None or wait > 0:
+                unavailable.append(name_of(pod))
+                self.p.requeue(wait or 0)
+            if len(unavailable) >= max_unavailable:
+                return
+
+    def _update_in_place(self, pod: Obj, rolling: Obj) -> bool:
+        """inPlaceUpdatePod: True when the pod is (being) updated in place."""
+        policy = rolling.get("podUpdatePolicy") or "ReCreate"
+        if policy not in ("InPlaceIfPossible", "InPlaceOnly"):
+            return False
+        history = History(self.p.writer, self.p.revisions, self.sts, STATEFULSETS)
+        old = history.find(_revision(pod))
+        new = history.find(self.update_revision)
+        grace = int((rolling.get("inPlaceUpdateStrategy") or {}).get("gracePeriodSeconds") or 0)
+        spec = inplace.calculate_spec(
+            template_of(old) if old else None,
+            template_of(new) if new else (_spec(self.sts).get("template") or {}),
+            self.update_revision,
+            grace_seconds=grace,
+        )
+        if spec is None:
+            if policy == "InPlaceOnly":
+                raise UpdateError(
+                    f"find strategy is InPlaceOnly but Pod {name_of(pod)} can not update in-place"
+                )
+            return False
+        update_in_place(self.p, self.sts, pod, spec, cloneset=False)
+        return True
 
     def _count(self, status: Obj, pod: Obj, step: int) -> None:
         if _revision(pod) == self.current_revision:

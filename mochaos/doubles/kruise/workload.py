@@ -1,5 +1,5 @@
 """What both workload controllers share: one reconcile pass's context, pod adoption and
-release, PVC creation, and the status write.
+release, PVC creation, the lifecycle around in-place updates, and the status write.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from mochaos.doubles.kruise import keys, lifecycle
+from mochaos.doubles.kruise import inplace, keys, lifecycle
 from mochaos.doubles.kruise.api import PODS, PVCS, AlreadyExists, Obj, Resource
 from mochaos.doubles.kruise.cache import Cache
-from mochaos.doubles.kruise.events import EventRecorder
+from mochaos.doubles.kruise.events import NORMAL, EventRecorder
 from mochaos.doubles.kruise.objects import (
     available_in,
     condition,
@@ -32,6 +32,7 @@ class Pass:
     writer: Writer
     pods: Cache
     pvcs: Cache
+    revisions: Cache
     events: EventRecorder
     warned: set[str] = field(default_factory=set)
     """Keys of one-off warnings already logged (shared across passes by the controller)."""
@@ -51,6 +52,10 @@ class Pass:
             return
         if self.requeue_after is None or seconds < self.requeue_after:
             self.requeue_after = seconds
+
+
+class UpdateError(Exception):
+    """A pod cannot be updated the way the workload's strategy demands."""
 
 
 def is_update_ready(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
@@ -153,3 +158,69 @@ def write_status(p: Pass, res: Resource, workload: Obj, status: Obj, *, differs:
         updated_ready=status.get("updatedReadyReplicas"),
         update_revision=status.get("updateRevision"),
     )
+
+
+def update_in_place(
+    p: Pass, workload: Obj, pod: Obj, spec: inplace.UpdateSpec, *, cloneset: bool
+) -> None:
+    """The lifecycle around an in-place update (cloneset_update.go:255-317,
+    stateful_set_control.go:904-990): a pod hooked by ``inPlaceUpdate`` first goes to
+    PreparingUpdate and waits there until the hook is released; an Updated pod gets its hook
+    handlers back and goes to PreparingUpdate; then the pod is updated and marked Updating
+    (a StatefulSet pod without a lifecycle state stays without one)."""
+    hook = lifecycle.hook(workload, "inPlaceUpdate")
+    state = lifecycle.state_of(pod)
+    startable = ("", keys.PREPARING_NORMAL, keys.NORMAL) if cloneset else ("", keys.NORMAL)
+    if state in startable:
+        if lifecycle.is_hooked(hook, pod):
+            mark = bool((hook or {}).get("markPodNotReady"))
+            lifecycle.update_state(p.writer, pod, keys.PREPARING_UPDATE, mark_not_ready=mark)
+            return
+    elif state == keys.UPDATED:
+        lifecycle.update_state_with_handler(p.writer, pod, keys.PREPARING_UPDATE, hook)
+        return
+    elif state == keys.PREPARING_UPDATE:
+        if lifecycle.is_hooked(hook, pod):
+            return
+    elif state != keys.UPDATING:
+        raise UpdateError(f"not allowed to in-place update pod {name_of(pod)} in state {state}")
+    stamp = keys.UPDATING if (cloneset or state) else ""
+    inplace.update(p.writer, pod, spec, cloneset=cloneset, lifecycle_state=stamp)
+    p.requeue(spec.grace_seconds)
+    p.events.event(
+        workload,
+        NORMAL,
+        "SuccessfulUpdatePodInPlace",
+        f"successfully update pod {name_of(pod)} in-place(revision {spec.revision})",
+    )
+
+
+def refresh_pod_state(
+    p: Pass, workload: Obj, pod: Obj, *, at_update_revision: bool, cloneset: bool
+) -> bool:
+    """refreshPodState (cloneset_update.go:158-214, stateful_set_control.go:841-902): finish
+    in-place work, then the lifecycle moves that need no new update — PreparingNormal ->
+    Normal once every preNormal handler is on (CloneSet only), PreparingUpdate at the update
+    revision and finished Updating -> Updated (hook handlers missing) or Normal, Updated ->
+    Normal once every inPlaceUpdate handler is back. True when the pod was patched."""
+    p.requeue(inplace.refresh(p.writer, pod, p.now))
+    spec = workload.get("spec") or {}
+    hook = lifecycle.hook(workload, "inPlaceUpdate")
+    has_lifecycle = bool(spec.get("lifecycle"))
+    state = lifecycle.state_of(pod)
+    target = ""
+    if state == keys.PREPARING_NORMAL and cloneset:
+        pre_normal = lifecycle.hook(workload, "preNormal")
+        if pre_normal is None or lifecycle.is_all_hooked(pre_normal, pod):
+            target = keys.NORMAL
+    elif (state == keys.PREPARING_UPDATE and at_update_revision) or (
+        state == keys.UPDATING and not inplace.in_grace(pod)
+    ):
+        target = keys.UPDATED if has_lifecycle and not lifecycle.is_all_hooked(hook, pod) else ""
+        target = target or keys.NORMAL
+    elif state == keys.UPDATED and (hook is None or lifecycle.is_all_hooked(hook, pod)):
+        target = keys.NORMAL
+    if not target:
+        return False
+    mark = bool((hook or {}).get("markPodNotReady"))
+    return lifecycle.update_state(p.writer, pod, target, mark_not_ready=mark)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from mochaos.observe.watching import KindWatcher
 
 T = TypeVar("T")
 
@@ -128,3 +132,36 @@ def gone(fn: Callable[[], Any]) -> bool:
     except ApiException as err:
         return err.status == 404
     return False
+
+
+@contextlib.contextmanager
+def pod_events(kube: client.ApiClient, namespace: str) -> Iterator[list[tuple[str, dict]]]:
+    """Record the namespace's pod watch events, in order, as (event type, pod dict)."""
+    seen: list[tuple[str, dict]] = []
+    stop = threading.Event()
+    watcher = KindWatcher(
+        kube,
+        kind="Pod",
+        namespace=namespace,
+        emit=lambda kind, event: seen.append((event.event, event.obj)),
+        stop=stop,
+    )
+    watcher.initial_list()
+    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        watcher.stop()
+        thread.join(timeout=5)
+
+
+def first_seen(events: list[tuple[str, dict]], keep: Callable[[str, dict], bool]) -> list[str]:
+    """Pod names in the order their first event passing ``keep`` arrived."""
+    out: list[str] = []
+    for etype, pod in list(events):
+        name = pod["metadata"]["name"]
+        if keep(etype, pod) and name not in out:
+            out.append(name)
+    return out

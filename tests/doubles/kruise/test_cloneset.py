@@ -98,7 +98,7 @@ def test_status_fields(custom, core, namespace):
     assert status["labelSelector"] == ("matrixorigin.io/component=Test,matrixorigin.io/instance=cn")
     sick = pods_of(core, namespace, "cn")[0].metadata.name
     core.patch_namespaced_pod_status(
-        sick, namespace, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+        sick, namespace, {"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}}
     )
     counts = ("replicas", "readyReplicas", "availableReplicas", "updatedReadyReplicas")
     wait_for(
@@ -239,3 +239,98 @@ def test_garbage_collection_with_the_cloneset(custom, core, namespace):
     wait_for(lambda: running(pods_of(core, namespace, "cn"), 2), what="2 pods")
     custom.delete_namespaced_custom_object(*CS[:2], namespace, CS[2], "cn")
     wait_for(lambda: not pods_of(core, namespace, "cn", live=False), what="pods collected")
+
+
+IN_PLACE = {"inPlaceUpdate": {"finalizersHandler": [DRAINING]}}
+
+
+def _revision(pod) -> str:
+    return pod.metadata.labels["controller-revision-hash"]
+
+
+def test_in_place_update_through_the_hook(custom, core, namespace):
+    strategy = {
+        "type": "InPlaceOnly",
+        "maxUnavailable": 1,
+        "inPlaceUpdateStrategy": {"gracePeriodSeconds": 1},
+    }
+    _create(custom, namespace, cloneset("cn", 2, lifecycle=IN_PLACE, updateStrategy=strategy))
+    pods = wait_for(lambda: running(pods_of(core, namespace, "cn"), 2), what="2 pods")
+    uids = {p.metadata.name: p.metadata.uid for p in pods}
+    for pod in pods:
+        core.patch_namespaced_pod(
+            pod.metadata.name, namespace, {"metadata": {"finalizers": [DRAINING]}}
+        )
+    old = _revision(pods[0])
+    template_patch = {
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {"example.io/config": "v2"}},
+                "spec": {"containers": [{"name": "main", "image": "mochaos/none:v2"}]},
+            }
+        }
+    }
+    _patch(custom, namespace, "cn", template_patch)
+
+    def states() -> dict[str, str]:
+        return {p.metadata.name: p.metadata.labels[STATE] for p in pods_of(core, namespace, "cn")}
+
+    first = wait_for(
+        lambda: [n for n, s in states().items() if s == "PreparingUpdate"], what="PreparingUpdate"
+    )
+    assert len(first) == 1, "maxUnavailable 1: one pod at a time"
+    (name,) = first
+    assert holds(lambda: states()[name] == "PreparingUpdate", seconds=1.0), "the hook holds it"
+    core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+    updated = wait_for(
+        lambda: (
+            (p := core.read_namespaced_pod(name, namespace)).metadata.labels[STATE] == "Updated"
+            and p
+        ),
+        what="Updated once the in-place update (and its grace) is done",
+    )
+    assert updated.metadata.uid == uids[name], "in place: the same pod"
+    assert _revision(updated) != old
+    assert updated.metadata.annotations["example.io/config"] == "v2"
+    assert updated.spec.containers[0].image == "mochaos/none:v2"
+    assert condition(updated, "InPlaceUpdateReady").status == "True"
+    core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": [DRAINING]}})
+    wait_for(lambda: states()[name] == "Normal", what="Normal once the hook is back")
+    other = next(n for n in uids if n != name)
+    wait_for(lambda: states()[other] == "PreparingUpdate", what="the second pod's turn")
+    core.patch_namespaced_pod(other, namespace, {"metadata": {"finalizers": None}})
+    status = wait_for(
+        lambda: (s := _get(custom, namespace, "cn")["status"])["updatedReplicas"] == 2 and s,
+        what="both pods updated",
+    )
+    assert status["currentRevision"] == status["updateRevision"] != old
+    assert {p.metadata.uid for p in pods_of(core, namespace, "cn")} == set(uids.values())
+
+
+@pytest.mark.parametrize("kind", ["InPlaceIfPossible", "InPlaceOnly"])
+def test_a_change_that_cannot_be_made_in_place(custom, core, namespace, kind):
+    _create(custom, namespace, cloneset("cn", 1, updateStrategy={"type": kind}))
+    (pod,) = wait_for(lambda: running(pods_of(core, namespace, "cn"), 1), what="1 pod")
+    env = [{"name": "MODE", "value": "new"}]
+    main = {"name": "main", "image": "mochaos/none", "env": env}
+    patch = {"spec": {"template": {"spec": {"containers": [main]}}}}
+    _patch(custom, namespace, "cn", patch)
+    if kind == "InPlaceIfPossible":
+        (new,) = wait_for(
+            lambda: (
+                (p := running(pods_of(core, namespace, "cn"), 1))
+                and p[0].metadata.uid != pod.metadata.uid
+                and p
+            ),
+            what="the pod recreated",
+        )
+        assert new.spec.containers[0].env[0].value == "new"
+        return
+    wait_for(
+        lambda: any(
+            c["type"] == "FailedUpdate"
+            for c in _get(custom, namespace, "cn")["status"].get("conditions") or []
+        ),
+        what="a FailedUpdate condition",
+    )
+    assert [p.metadata.uid for p in pods_of(core, namespace, "cn")] == [pod.metadata.uid]

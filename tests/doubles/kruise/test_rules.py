@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.doubles import DoubleContext
-from mochaos.doubles.kruise import SPEC, crds, lifecycle, naming, volumes
+from mochaos.doubles.kruise import SPEC, crds, inplace, lifecycle, naming, readiness, volumes
 from mochaos.doubles.kruise.api import NotFound
 from mochaos.doubles.kruise.cloneset import Diffs, partition_replicas
 from mochaos.doubles.kruise.heartbeat import STALE_AFTER, beat, check
@@ -132,7 +132,7 @@ def cs(replicas: int, **spec) -> dict:
 
 
 def diffs(spec: dict, pods: list[dict]) -> Diffs:
-    p = Pass(writer=None, pods=None, pvcs=None, events=None, now=NOW)  # type: ignore[arg-type]
+    p = Pass(writer=None, pods=None, pvcs=None, revisions=None, events=None, now=NOW)  # type: ignore[arg-type]
     return Diffs(p, spec, pods, "cn-r1", "cn-r1")
 
 
@@ -330,3 +330,39 @@ def test_volume_for_a_classless_pending_claim():
     assert not volumes.wants_volume(classy)
     bound = {**pvc, "status": {"phase": "Bound"}}
     assert not volumes.wants_volume(bound)
+
+
+# -- in-place updates and the Ready stand-in --------------------------------------------------
+
+
+def template(image: str = "img:1", **meta) -> dict:
+    return {"metadata": meta, "spec": {"containers": [{"name": "main", "image": image}]}}
+
+
+def test_in_place_spec_covers_labels_annotations_and_images_only():
+    old = template(labels={"a": "1", "gone": "x"}, annotations={"k": "v1"})
+    new = template("img:2", labels={"a": "2"}, annotations={"k": "v2", "n": "y"})
+    spec = inplace.calculate_spec(old, new, "cn-r2", grace_seconds=10)
+    assert spec is not None
+    assert spec.images == {"main": "img:2"}
+    assert spec.labels == {"a": "2", "gone": None}
+    assert spec.annotations == {"k": "v2", "n": "y"}
+    assert spec.grace_seconds == 10
+    env = template()
+    env["spec"]["containers"][0]["env"] = [{"name": "X", "value": "1"}]
+    assert inplace.calculate_spec(old, env, "cn-r3", grace_seconds=0) is None
+    assert inplace.calculate_spec(None, new, "cn-r2", grace_seconds=0) is None
+    assert inplace.UpdateSpec.load(spec.dump()) == spec
+
+
+def test_kubelet_ready_follows_containers_and_gates():
+    pod = {
+        "spec": {"readinessGates": [{"conditionType": "G"}]},
+        "status": {"conditions": [{"type": "ContainersReady", "status": "True"}]},
+    }
+    assert readiness.kubelet_ready(pod)[:2] == ("False", "ReadinessGatesNotReady")
+    pod["status"]["conditions"].append({"type": "G", "status": "True"})
+    assert readiness.kubelet_ready(pod) == ("True", "", "")
+    pod["status"]["conditions"][0]["status"] = "False"
+    assert readiness.kubelet_ready(pod)[:2] == ("False", "ContainersNotReady")
+    assert readiness.kubelet_ready({"status": {}}) is None

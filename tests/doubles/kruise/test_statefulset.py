@@ -3,19 +3,17 @@ identity, PVCs bound by the volume stand-in, scale-in order, status, garbage col
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-
-from mochaos.observe.watching import KindWatcher, RawEvent
 
 from .helpers import (
     DRAINING,
     STATE,
     STS,
+    first_seen,
     gone,
     holds,
     names,
+    pod_events,
     pods_of,
     running,
     statefulset,
@@ -68,7 +66,7 @@ def test_ordinals_identity_labels_and_status(custom, core, namespace):
     assert status["currentRevision"] == status["updateRevision"]
     assert status["labelSelector"] == "matrixorigin.io/component=Test,matrixorigin.io/instance=log"
     core.patch_namespaced_pod_status(
-        "log-1", namespace, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+        "log-1", namespace, {"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}}
     )
     counts = ("replicas", "readyReplicas", "availableReplicas", "updatedReadyReplicas")
     wait_for(
@@ -93,26 +91,16 @@ def test_reserve_ordinals_skip_and_condemn(custom, core, namespace):
 def test_scale_in_removes_the_highest_ordinal_first(kube, custom, core, namespace):
     _create(custom, namespace, statefulset("log", 4))
     wait_for(lambda: running(pods_of(core, namespace, "log"), 4), what="4 pods")
-    order: list[str] = []
 
-    def record(kind: str, event: RawEvent) -> None:
-        meta = event.obj["metadata"]
-        deleting = event.event == "DELETED" or meta.get("deletionTimestamp")
-        if deleting and meta["name"] not in order:
-            order.append(meta["name"])
+    def removed(etype: str, pod: dict) -> bool:
+        return etype == "DELETED" or bool(pod["metadata"].get("deletionTimestamp"))
 
-    stop = threading.Event()
-    watcher = KindWatcher(kube, kind="Pod", namespace=namespace, emit=record, stop=stop)
-    watcher.initial_list()
-    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
-    thread.start()
-    try:
+    with pod_events(kube, namespace) as events:
         _patch(custom, namespace, "log", {"spec": {"replicas": 2}})
-        wait_for(lambda: len(order) == 2, what="two pods removed")
-    finally:
-        stop.set()
-        watcher.stop()
-        thread.join(timeout=5)
+        order = wait_for(
+            lambda: len(first_seen(events, removed)) == 2 and first_seen(events, removed),
+            what="two pods removed",
+        )
     assert order == ["log-3", "log-2"]
     assert names(pods_of(core, namespace, "log", live=False)) == ["log-0", "log-1"]
 
@@ -215,3 +203,39 @@ def test_failed_pod_is_recreated_and_orphan_adopted(custom, core, namespace):
         what="log-0 adopted",
     )
     assert adopted.metadata.owner_references[0].uid == again["metadata"]["uid"]
+
+
+def test_rolling_update_in_place_then_by_recreation(kube, custom, core, namespace):
+    _create(custom, namespace, statefulset("log", 3))
+    pods = wait_for(lambda: running(pods_of(core, namespace, "log"), 3), what="3 pods")
+    uids = {p.metadata.name: p.metadata.uid for p in pods}
+    meta = {"metadata": {"annotations": {"example.io/config": "v2"}}}
+    _patch(custom, namespace, "log", {"spec": {"template": meta}})
+    done = wait_for(
+        lambda: (
+            (p := running(pods_of(core, namespace, "log"), 3))
+            and all((x.metadata.annotations or {}).get("example.io/config") == "v2" for x in p)
+            and p
+        ),
+        what="annotation rolled out in place",
+    )
+    assert {p.metadata.name: p.metadata.uid for p in done} == uids
+    status = wait_for(
+        lambda: (s := _get(custom, namespace, "log")["status"])["updatedReplicas"] == 3 and s,
+        what="updatedReplicas 3",
+    )
+    assert status["currentRevision"] == status["updateRevision"]
+    env = [{"name": "MODE", "value": "new"}]
+    main = {"name": "main", "image": "mochaos/none", "env": env}
+    patch = {"spec": {"template": {"spec": {"containers": [main]}}}}
+
+    def recreated(etype: str, pod: dict) -> bool:
+        return etype == "ADDED" and pod["metadata"]["uid"] not in uids.values()
+
+    with pod_events(kube, namespace) as events:
+        _patch(custom, namespace, "log", patch)
+        order = wait_for(
+            lambda: len(first_seen(events, recreated)) == 3 and first_seen(events, recreated),
+            what="all three recreated",
+        )
+    assert order == ["log-2", "log-1", "log-0"]
