@@ -209,7 +209,7 @@ class StatefulSetSync:
         self.update(pods, replicas)
 
     def update(self, pods: list[Obj], replicas: dict[int, Obj]) -> None:
-        """The rolling update (stateful_set_control.go:620-819): refresh every pod's state,
+        """The rolling update (stateful_set_control.go:713-820): refresh every pod's state,
         then from the highest ordinal down to ``partition`` update each pod not at the update
         revision — in place when possible, else by deleting it (it is recreated at the update
         revision) — and stop once ``maxUnavailable`` (default 1) pods are unavailable."""

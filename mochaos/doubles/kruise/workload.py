@@ -163,8 +163,8 @@ def write_status(p: Pass, res: Resource, workload: Obj, status: Obj, *, differs:
 def update_in_place(
     p: Pass, workload: Obj, pod: Obj, spec: inplace.UpdateSpec, *, cloneset: bool
 ) -> None:
-    """The lifecycle around an in-place update (cloneset_update.go:255-317,
-    stateful_set_control.go:904-990): a pod hooked by ``inPlaceUpdate`` first goes to
+    """The lifecycle around an in-place update (cloneset_update.go:238-326,
+    stateful_set_control.go:904-991): a pod hooked by ``inPlaceUpdate`` first goes to
     PreparingUpdate and waits there until the hook is released; an Updated pod gets its hook
     handlers back and goes to PreparingUpdate; then the pod is updated and marked Updating
     (a StatefulSet pod without a lifecycle state stays without one)."""
@@ -198,7 +198,7 @@ def update_in_place(
 def refresh_pod_state(
     p: Pass, workload: Obj, pod: Obj, *, at_update_revision: bool, cloneset: bool
 ) -> bool:
-    """refreshPodState (cloneset_update.go:158-214, stateful_set_control.go:841-902): finish
+    """refreshPodState (cloneset_update.go:158-220, stateful_set_control.go:841-902): finish
     in-place work, then the lifecycle moves that need no new update — PreparingNormal ->
     Normal once every preNormal handler is on (CloneSet only), PreparingUpdate at the update
     revision and finished Updating -> Updated (hook handlers missing) or Normal, Updated ->
