@@ -42,7 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         ("kubeconfig", "print the path of the cluster's kubeconfig"),
     ):
         a = csub.add_parser(name, help=text)
-        a.add_argument("--name", default="mochaos", help="cluster name (default: mochaos)")
+        a.add_argument(
+            "--name",
+            default=None,
+            help="cluster name (default: $MOCHAOS_CLUSTER_NAME, else mochaos)",
+        )
 
     q = sub.add_parser("qualify", help="run the suites N times and give a verdict")
     q.add_argument("--operator", required=True, help="operator target, e.g. model:upstream")

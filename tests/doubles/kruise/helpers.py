@@ -21,6 +21,9 @@ STS = (GROUP, "v1beta1", "statefulsets")
 DRAINING = "matrixorigin.io/cn-draining"
 STATE = "lifecycle.apps.kruise.io/state"
 COST = "controller.kubernetes.io/pod-deletion-cost"
+GC_TIMEOUT = 60.0
+"""The garbage collector learns a newly installed CRD's kind at its next discovery refresh
+(every 30 s), so on a fresh cluster collection through a kruise owner can lag that long."""
 
 
 def wait_for(fn: Callable[[], T], *, what: str, timeout: float = 20.0) -> T:

@@ -10,6 +10,7 @@ from .helpers import (
     COST,
     CS,
     DRAINING,
+    GC_TIMEOUT,
     STATE,
     cloneset,
     condition,
@@ -98,7 +99,9 @@ def test_status_fields(custom, core, namespace):
     assert status["labelSelector"] == ("matrixorigin.io/component=Test,matrixorigin.io/instance=cn")
     sick = pods_of(core, namespace, "cn")[0].metadata.name
     core.patch_namespaced_pod_status(
-        sick, namespace, {"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}}
+        sick,
+        namespace,
+        {"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}},
     )
     counts = ("replicas", "readyReplicas", "availableReplicas", "updatedReadyReplicas")
     wait_for(
@@ -238,7 +241,11 @@ def test_garbage_collection_with_the_cloneset(custom, core, namespace):
     _create(custom, namespace, cloneset("cn", 2))
     wait_for(lambda: running(pods_of(core, namespace, "cn"), 2), what="2 pods")
     custom.delete_namespaced_custom_object(*CS[:2], namespace, CS[2], "cn")
-    wait_for(lambda: not pods_of(core, namespace, "cn", live=False), what="pods collected")
+    wait_for(
+        lambda: not pods_of(core, namespace, "cn", live=False),
+        what="pods collected",
+        timeout=GC_TIMEOUT,
+    )
 
 
 IN_PLACE = {"inPlaceUpdate": {"finalizersHandler": [DRAINING]}}

@@ -7,6 +7,7 @@ import pytest
 
 from .helpers import (
     DRAINING,
+    GC_TIMEOUT,
     STATE,
     STS,
     first_seen,
@@ -66,7 +67,9 @@ def test_ordinals_identity_labels_and_status(custom, core, namespace):
     assert status["currentRevision"] == status["updateRevision"]
     assert status["labelSelector"] == "matrixorigin.io/component=Test,matrixorigin.io/instance=log"
     core.patch_namespaced_pod_status(
-        "log-1", namespace, {"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}}
+        "log-1",
+        namespace,
+        {"status": {"conditions": [{"type": "ContainersReady", "status": "False"}]}},
     )
     counts = ("replicas", "readyReplicas", "availableReplicas", "updatedReadyReplicas")
     wait_for(
@@ -141,7 +144,11 @@ def test_volume_claims_bound_and_collected(custom, core, namespace):
 
     assert wait_for(bound, what="PVCs bound") == ["mo-data-log-0", "mo-data-log-1"]
     _patch(custom, namespace, "log", {"spec": {"replicas": 1}})
-    wait_for(lambda: bound() == ["mo-data-log-0"], what="the scaled-away pod's PVC collected")
+    wait_for(
+        lambda: bound() == ["mo-data-log-0"],
+        what="the scaled-away pod's PVC collected",
+        timeout=GC_TIMEOUT,
+    )
     custom.delete_namespaced_custom_object(*STS[:2], namespace, STS[2], "log")
     wait_for(
         lambda: (
@@ -149,6 +156,7 @@ def test_volume_claims_bound_and_collected(custom, core, namespace):
             and not pods_of(core, namespace, "log", live=False)
         ),
         what="pods and PVCs collected with the set",
+        timeout=GC_TIMEOUT,
     )
 
 
