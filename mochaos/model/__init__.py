@@ -2,5 +2,6 @@
 
 It runs against a real apiserver like a controller (informers, work queues, optimistic
 concurrency, finalizers) so mo-chaos can prove its checks catch each bug where no operator
-image can run. It imports nothing else of mo-chaos: it is the system under test.
+image can run. It imports nothing of the framework (only the neutral building blocks of
+``mochaos.ctrl``): it is the system under test.
 """

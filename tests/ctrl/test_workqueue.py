@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from mochaos.model.runtime.workqueue import RateLimiter, WorkQueue
+from mochaos.ctrl.workqueue import RateLimiter, WorkQueue
 
 
 class FakeClock:
