@@ -372,7 +372,9 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
     cleaned up by force reported with the test's result."""
     name = namespace_name(request.node.name)
     namespaces.create(kube, name, run_id=mochaos.run_id)
-    runstate.register_namespace(name, cluster.kubeconfig, cluster.context)
+    # A scenario's result gets the findings, even when a later run finishes the teardown.
+    report = _test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
+    runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
     yield name
     try:
         findings = namespaces.delete(kube, name, grace=TEARDOWN_GRACE)
@@ -546,9 +548,9 @@ def namespace_name(test_name: str) -> str:
     return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
 
 
-def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> None:
+def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
     api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
-        namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)
+        return [str(f) for f in namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)]
     finally:
         api.close()
