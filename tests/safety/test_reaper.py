@@ -23,7 +23,7 @@ from mochaos.cleanup import delete_namespace
 from mochaos.procs import cmdline
 from mochaos.types import RUN_ID_LABEL
 
-from .helpers import wait_until
+from .helpers import dead_pid, wait_until
 
 
 @pytest.fixture
@@ -42,13 +42,6 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     if proc.poll() is None:
         proc.kill()
     proc.wait()
-
-
-def dead_pid() -> int:
-    """The pid of a process that has exited."""
-    probe = subprocess.Popen(["true"])
-    probe.wait()
-    return probe.pid
 
 
 def write_state(runs: Path, *, owner: int, owner_cmdline: list[str],
