@@ -143,6 +143,9 @@ class Setting:
 
 
 PROVIDERS = ("local", "kind", "existing")
+DEFAULT_WORKERS = 6
+"""Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
+of the sequential time with the same verdicts (bench/main_job.py)."""
 MINIO_MODES = ("auto", "docker", "in-cluster")
 
 SETTINGS: tuple[Setting, ...] = (
@@ -160,6 +163,9 @@ SETTINGS: tuple[Setting, ...] = (
             "finalize window", RETRY_BUDGET, _int),
     Setting("migration_timeout", "--migration-timeout", "seconds (operator time) a migration "
             "may take to end", MIGRATION_TIMEOUT, _float),
+    Setting("workers", "--mochaos-workers", "scenarios run at once when the suites are "
+            "collected and no -n is given (they wait far more than they compute)",
+            DEFAULT_WORKERS, _int),
     Setting("chaos_seed", "--chaos-seed", "seed for every random choice (printed on failure "
             "to replay a run)", None, _int),
     Setting("cluster", "--mochaos-cluster", "cluster provider: local (default), kind, "
@@ -174,6 +180,8 @@ SETTINGS: tuple[Setting, ...] = (
             _path),
     Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
             group="kind"),
+    Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
+            "image when its tag is not one (e.g. a nightly tag)", None, group="kind"),
     Setting("minio", "--mochaos-minio", "kind: where MatrixOne's object storage runs", "auto",
             choices=MINIO_MODES, group="kind"),
     Setting("chart_repo", "--mochaos-chart-repo", "kind: Helm repository URL", None,
@@ -199,6 +207,7 @@ class RunConfig:
     finalize_timeout: float = FINALIZE_TIMEOUT
     retry_budget: int = RETRY_BUDGET
     migration_timeout: float = MIGRATION_TIMEOUT
+    workers: int = DEFAULT_WORKERS
     chaos_seed: int = 0
     cluster: str = "local"
     kubeconfig: Path | None = None
@@ -207,6 +216,7 @@ class RunConfig:
     keep_cluster: bool = False
     reports_dir: Path = Path("reports")
     mo_image: str | None = None
+    mo_version: str | None = None
     minio: str = "auto"
     chart_repo: str | None = None
     chart_version: str | None = None
@@ -232,6 +242,7 @@ class RunConfig:
             "cluster": self.cluster,
             "run_id": self.run_id,
             "mo_image": self.mo_image,
+            "mo_version": self.mo_version,
             "minio": self.minio,
             "chart_repo": self.chart_repo,
             "chart_version": self.chart_version,
@@ -279,6 +290,14 @@ def resolve(
     if cfg.retry_budget < 0:
         raise UsageError("--retry-budget must be >= 0", hint="give a count of retries")
     return cfg
+
+
+def resolve_one(
+    s: Setting, *, option: Lookup, ini: Lookup, environ: dict[str, str] | None = None
+) -> Any:
+    """One setting's value (option, environment, ini, default); UsageError when bad."""
+    value, _ = _first(s, option, os.environ if environ is None else environ, ini)
+    return s.default if value is None else value
 
 
 def _first(s: Setting, option: Lookup, env: dict[str, str], ini: Lookup) -> tuple[Any, str | None]:

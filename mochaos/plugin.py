@@ -62,6 +62,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(s.ini, help=s.help, default=None)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Any:
+    """Run the suites' scenarios concurrently by default: they wait far more than they
+    compute. ``-n`` (``-n 0`` for one at a time) or ``-p no:xdist`` keep the user's choice."""
+    if (
+        getattr(config.option, "numprocesses", "absent") is None
+        and getattr(config, "workerinput", None) is None
+        and not config.getoption("collectonly")
+        and _runs_suites(config)
+    ):
+        try:
+            workers = _setting_now(config, "workers")
+        except UsageError:
+            workers = 0  # pytest_configure reports the bad value
+        if workers and workers > 1:
+            config.option.numprocesses = workers
+    return (yield)
+
+
+def _runs_suites(config: pytest.Config) -> bool:
+    """True when the run collects (some of) the packaged suites."""
+    from mochaos.cli import SUITES
+
+    suites = SUITES.resolve()
+    for arg in config.args:
+        target = arg.split("::", 1)[0]
+        if config.option.pyargs and target.startswith("mochaos.suites"):
+            return True
+        path = (Path(config.invocation_params.dir) / target).resolve()
+        if path == suites or suites in path.parents:
+            return True
+    return False
+
+
+def _setting_now(config: pytest.Config, name: str) -> Any:
+    """One setting read before ``pytest_configure`` (option, environment, ini, default)."""
+    from mochaos.config import SETTING_BY_NAME, resolve_one
+
+    return resolve_one(
+        SETTING_BY_NAME[name], option=lambda s: _option(config, s),
+        ini=lambda s: config.getini(s.ini),
+    )  # fmt: skip
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Read and check the settings once (bad input: one line, exit 4), register markers."""
     config.addinivalue_line("markers", "scenario: a chaos scenario against an operator target")
@@ -293,6 +337,7 @@ def _merge_summary(config: pytest.Config) -> None:
     cfg = config.stash.get(CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
+    from mochaos.report.index import write_index
     from mochaos.report.summary import merge_summary, read_results
 
     first = next(iter(read_results(cfg.run_dir)), {})
@@ -306,6 +351,7 @@ def _merge_summary(config: pytest.Config) -> None:
             "seed": str(cfg.chaos_seed),
         },
     )
+    write_index(cfg.run_dir, title=f"mo-chaos run {cfg.run_id} — {cfg.operator}")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -324,7 +370,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         result = ScenarioResult.from_dict(data)
         timeline = result.artifacts.get("timeline_md")
         terminalreporter.write_line(terminal_line(result, Path(timeline) if timeline else None))
-    terminalreporter.write_line(f"reports: {cfg.run_dir} (seed {cfg.chaos_seed})")
+    terminalreporter.write_line(f"reports: {cfg.run_dir / 'index.html'} (seed {cfg.chaos_seed})")
 
 
 # -- fixtures -----------------------------------------------------------------------------

@@ -376,6 +376,20 @@ class PoolSpec:
     template: dict[str, Any]
     deps: dict[str, Any]
     pod_labels: dict[str, str] = field(default_factory=dict)
+    max_pods: int | None = None
+    """The pool's cap on CN pods (``strategy.scaleStrategy.maxPods``), when it has one."""
+
+    def overlay(self, pool: dict[str, Any]) -> dict[str, Any]:
+        """Put this spec's template, deps, pod labels and maxPods onto a scenario's CNPool."""
+        import copy
+
+        spec = pool["spec"]
+        spec["template"] = copy.deepcopy(self.template)
+        spec["deps"] = copy.deepcopy(self.deps)
+        spec.setdefault("podLabels", {}).update(self.pod_labels)
+        if self.max_pods is not None:
+            spec["strategy"]["scaleStrategy"]["maxPods"] = self.max_pods
+        return pool
 
 
 @dataclass(frozen=True)
@@ -406,9 +420,13 @@ class Sessions(Protocol):
     annotation, the local MatrixOne double its control API, kind real SQL connections).
     """
 
-    def set(self, pod: str, count: int) -> int | None:
-        """Hold exactly ``count`` sessions on ``pod`` from now on (0 releases them); return
-        the resourceVersion of the Kubernetes write it made, if it made one."""
+    def hold(self, pod: str, n: int) -> int | None:
+        """Keep exactly ``n`` sessions on ``pod`` from now on (0 releases them); return the
+        resourceVersion of the Kubernetes write it made, if it made one."""
+        ...
+
+    def close(self) -> None:
+        """Release every session held (idempotent)."""
         ...
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from mochaos.cluster.commands import Progress, say
 from mochaos.errors import UsageError
 from mochaos.kube import check_reachable, new_api_client
+from mochaos.tooling.progress import Progress, say
 from mochaos.types import RUN_ID_LABEL, Cluster
 
 

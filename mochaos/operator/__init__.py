@@ -38,9 +38,9 @@ REGISTRY: dict[str, Scheme] = {
                "the real manager built from a matrixone-operator checkout"),
         Scheme("binary", "binary:<path>", "mochaos.operator.binary_target:from_spec",
                "a real manager binary run as a process"),
-        Scheme("image", "image:<repository>:<tag>", "mochaos.operator.image:image_from_spec",
+        Scheme("image", "image:<repository>:<tag>", "mochaos.operator.chart_target:from_spec",
                "the real operator image (kind: Helm chart; local: Docker with host network)"),
-        Scheme("installed", "installed", "mochaos.operator.image:installed_from_spec",
+        Scheme("installed", "installed", "mochaos.operator.installed_target:from_spec",
                "an operator already running in the cluster (existing provider)"),
     )
 }  # fmt: skip

@@ -44,6 +44,9 @@ KRUISE_NAMESPACE = "kruise-system"
 service is never called: the operator and the workload double use one version)."""
 KRUISE_CRDS = ("apps.kruise.io_clonesets.yaml", "apps.kruise.io_statefulsets.yaml")
 ESTABLISHED_TIMEOUT = 30.0
+HELM_MANAGED_BY = ("app.kubernetes.io/managed-by", "Helm")
+HELM_RELEASE = "meta.helm.sh/release-name"
+HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,21 @@ def install(cluster: Cluster, crds: CrdSet) -> None:
             _wait_established(ext, doc["metadata"]["name"])
 
 
+def crd_owner(crd: dict[str, Any]) -> str:
+    """Who installed a CRD: ``mochaos:own`` / ``mochaos:operator`` (our label),
+    ``helm:<release>/<namespace>`` (Helm's ownership metadata), ``manager:<field manager>``
+    or ``unknown``."""
+    meta = crd.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    ann = meta.get("annotations") or {}
+    if labels.get(OWNER_LABEL):
+        return f"mochaos:{labels[OWNER_LABEL]}"
+    if labels.get(HELM_MANAGED_BY[0]) == HELM_MANAGED_BY[1] or HELM_RELEASE in ann:
+        return f"helm:{ann.get(HELM_RELEASE, '?')}/{ann.get(HELM_RELEASE_NAMESPACE, '?')}"
+    managers = [f.get("manager", "") for f in meta.get("managedFields") or []]
+    return f"manager:{managers[0]}" if managers and managers[0] else "unknown"
+
+
 def decide(current: dict[str, Any] | None, crds: CrdSet) -> str:
     """``install``, ``replace`` or ``keep`` for one CRD; UsageError when it is not ours."""
     if current is None:
@@ -135,11 +153,11 @@ def decide(current: dict[str, Any] | None, crds: CrdSet) -> str:
     owner = (meta.get("labels") or {}).get(OWNER_LABEL)
     name = meta.get("name", "?")
     if owner is None:
-        by = _installed_by(meta)
         raise UsageError(
-            f"CRD {name} was installed by {by}, not by mo-chaos; it will not replace it",
-            hint="use a cluster without it, or an operator target that uses it as it is "
-            "(image:/installed)",
+            f"CRD {name} was installed by {crd_owner(current)}, not by mo-chaos; it will not "
+            "replace it",
+            hint="use a cluster without it (e.g. --mochaos-cluster=local), or a target that "
+            "uses it as it is (image:/installed)",
         )
     source = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION, "")
     if owner == crds.owner:
@@ -148,12 +166,23 @@ def decide(current: dict[str, Any] | None, crds: CrdSet) -> str:
     return "replace" if crds.owner == "operator" else "keep"
 
 
-def _installed_by(meta: dict[str, Any]) -> str:
-    ann = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    if ann.get("meta.helm.sh/release-name") or labels.get("app.kubernetes.io/managed-by") == "Helm":
-        return f"Helm release {ann.get('meta.helm.sh/release-name', '?')}"
-    return "someone else"
+def check_chart_can_own_crds(api: Any) -> None:
+    """UsageError when mo-chaos installed any of the operator's CRDs on this cluster: the
+    operator's chart ships them as templates, and Helm does not adopt objects it did not
+    create ("invalid ownership metadata")."""
+    ext = client.ApiextensionsV1Api(api)
+    ours = []
+    for doc in own_crds().docs:
+        current = _read(ext, doc["metadata"]["name"])
+        if current is not None and crd_owner(current).startswith("mochaos:"):
+            ours.append(doc["metadata"]["name"])
+    if ours:
+        raise UsageError(
+            f"CRD {ours[0]} was installed by mo-chaos (a model:/source:/binary: run); the "
+            "operator's chart must install its own",
+            hint=f"delete them first (`kubectl delete crd {' '.join(ours)}`, which deletes "
+            "their objects) or use a fresh cluster",
+        )
 
 
 def _labelled(doc: dict[str, Any], crds: CrdSet) -> dict[str, Any]:

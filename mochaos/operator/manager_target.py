@@ -23,16 +23,8 @@ from mochaos.operator import webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
 from mochaos.progress import announce
-from mochaos.types import Cluster, Waits
+from mochaos.types import Cluster
 
-REAL_WAITS = Waits(
-    pool_ready=120.0,  # pod start, store registration, the operator's 15 s store cache
-    bind=120.0,
-    deletion_cost=75.0,  # the CN-store controller's 30 s session resync, twice
-    migration_phase=180.0,  # 15 s propagation, drain, 10 s resync passes
-    log_line=60.0,
-    teardown=45.0,
-)
 READY_TIMEOUT = 90.0
 
 
@@ -134,7 +126,7 @@ class ManagerTarget:
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
         """Prepare the namespace's MatrixOne, start a manager for it, wait until ready."""
-        from mochaos.operator.matrixone_env import LocalMatrixOne
+        from mochaos.operator.matrixone.local import LocalMatrixOne
 
         env = LocalMatrixOne(cluster, namespace)
         launch = ManagerLaunch(
@@ -153,7 +145,7 @@ class ManagerTarget:
             env=penv,
             ready_timeout=self.ready_timeout,
             sessions=env.sessions,
-            waits=REAL_WAITS,
+            waits=env.timings.scenario_waits(),
             pool_spec=None,
         )
         proc.start()
@@ -204,4 +196,4 @@ def binary_version(path: Path) -> str:
     return f"{path.name}@sha256:{digest(path)[:12]}"
 
 
-__all__ = ["REAL_WAITS", "ManagerTarget", "binary_version", "require_local"]
+__all__ = ["ManagerTarget", "binary_version", "require_local"]

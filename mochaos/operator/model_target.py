@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
+
 from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
+from mochaos.kube import api_client
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.crds import install, own_crds
 from mochaos.operator.process import OperatorProcess
-from mochaos.operator.sessions import ScoreAnnotationSessions
-from mochaos.types import Cluster, Waits
+from mochaos.types import SCORE_ANNOTATION, Cluster, Waits
 
 
 def model_waits(time_scale: float) -> Waits:
@@ -26,6 +29,33 @@ def model_waits(time_scale: float) -> Waits:
         log_line=s(30) + 10,
         teardown=s(10) + 5,
     )
+
+
+class ScoreAnnotationSessions:
+    """Sessions as the model reads them: it plays MatrixOne's query service by reading the
+    pod's ``matrixorigin.io/score`` annotation (the form the real CN-store controller
+    writes after asking the query service). Only the model reads it; the real operator gets
+    sessions from the MatrixOne double (local) or real SQL sessions (kind)."""
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        self._cluster = cluster
+        self._namespace = namespace
+
+    def hold(self, pod: str, n: int) -> int | None:
+        """Publish ``n`` sessions on ``pod``; return the write's resourceVersion."""
+        score = json.dumps(
+            {"sessionCount": n, "pipelineCount": 0, "replicaCount": 0}, separators=(",", ":")
+        )
+        body = {"metadata": {"annotations": {SCORE_ANNOTATION: score}}}
+        with api_client(
+            self._cluster.kubeconfig, user_agent="mochaos/chaos", context=self._cluster.context
+        ) as api:
+            pod_obj = client.CoreV1Api(api).patch_namespaced_pod(pod, self._namespace, body)
+        rv = pod_obj.metadata.resource_version
+        return int(rv) if rv else None
+
+    def close(self) -> None:
+        """Nothing to release: the annotation goes with the pod."""
 
 
 class ModelTarget:

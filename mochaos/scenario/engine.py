@@ -92,9 +92,11 @@ class Scenario:
         """See :meth:`Workload.pool`."""
         return self.workload.pool(name, max_idle=max_idle)
 
-    def claimset(self, name: str, *, replicas: int, pool: str = "pool") -> list[str]:
+    def claimset(
+        self, name: str, *, replicas: int, pool: str = "pool", wait: bool = True
+    ) -> list[str]:
         """See :meth:`Workload.claimset`."""
-        return self.workload.claimset(name, replicas=replicas, pool=pool)
+        return self.workload.claimset(name, replicas=replicas, pool=pool, wait=wait)
 
     def claim(self, name: str, *, pool: str = "pool", wait_bound: bool = True) -> str:
         """See :meth:`Workload.claim`."""

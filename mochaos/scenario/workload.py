@@ -61,11 +61,10 @@ class Workload:
         """Create a CNPool keeping ``max_idle`` idle pods; wait until they are Idle."""
         spec = self._operator.pool_spec
         pool = cn_pool(
-            name, run_id=self._run_id, max_idle=max_idle,
-            template=spec.template if spec else None, deps=spec.deps if spec else None,
+            name, run_id=self._run_id, max_idle=max_idle
         )  # fmt: skip
         if spec is not None:
-            pool["spec"]["podLabels"].update(spec.pod_labels)
+            spec.overlay(pool)
         with phase(f"topology: pool {name}"):
             self.actions.create(pool)
             self._triggers.wait(
@@ -74,14 +73,17 @@ class Workload:
             )  # fmt: skip
         return name
 
-    def claimset(self, name: str, *, replicas: int, pool: str = "pool") -> list[str]:
-        """Create a CNClaimSet and wait until ``replicas`` of its claims are Bound."""
+    def claimset(
+        self, name: str, *, replicas: int, pool: str = "pool", wait: bool = True
+    ) -> list[str]:
+        """Create a CNClaimSet; by default wait until ``replicas`` of its claims are Bound
+        (without waiting: [] — call :meth:`bound_claims` later, e.g. after creating others)."""
         with phase(f"topology: claim set {name}"):
             self.actions.create(
                 cn_claimset(name, run_id=self._run_id, replicas=replicas, pool=pool)
             )
             self.claimsets.append(name)
-            return self.bound_claims(name, replicas)
+            return self.bound_claims(name, replicas) if wait else []
 
     def claim(self, name: str, *, pool: str = "pool", wait_bound: bool = True) -> str:
         """Create a standalone CNClaim (no claim set); by default wait until it is Bound."""
@@ -123,7 +125,7 @@ class Workload:
 
     def set_sessions(self, pod: str, sessions: int) -> ActionRecord:
         """Hold ``sessions`` client sessions on a CN (MatrixOne's view, per environment)."""
-        rv = self._operator.sessions.set(pod, sessions)
+        rv = self._operator.sessions.hold(pod, sessions)
         return self.actions.record(
             "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv,
             component="agent",

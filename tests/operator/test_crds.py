@@ -48,7 +48,7 @@ def test_the_same_set_is_kept_and_another_build_replaced():
 
 def test_a_crd_someone_else_installed_is_refused_naming_the_helm_release():
     helm = crd(None, **{"meta.helm.sh/release-name": "mo"})
-    with pytest.raises(UsageError, match="Helm release mo"):
+    with pytest.raises(UsageError, match="helm:mo/"):
         decide(helm, OPERATOR)
     with pytest.raises(UsageError, match="not by mo-chaos"):
         decide(crd(None), OWN)
@@ -75,3 +75,36 @@ def test_kruise_chart_templates_lose_their_control_lines(tmp_path: Path):
 def test_a_directory_without_the_operators_kinds_is_refused(tmp_path: Path):
     with pytest.raises(UsageError, match="lacks the CRDs of"):
         operator_crds(tmp_path, source="x")
+
+
+HELM_META = {
+    "labels": {"app.kubernetes.io/managed-by": "Helm"},
+    "annotations": {"meta.helm.sh/release-name": "mo",
+                    "meta.helm.sh/release-namespace": "mo-system"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("meta", "owner"),
+    [
+        (HELM_META, "helm:mo/mo-system"),
+        ({"annotations": {"meta.helm.sh/release-name": "qa"}}, "helm:qa/?"),
+        ({"labels": {OWNER_LABEL: "own"}}, "mochaos:own"),
+        ({"labels": {OWNER_LABEL: "operator"}}, "mochaos:operator"),
+        ({"managedFields": [{"manager": "kubectl-client-side-apply"}]},
+         "manager:kubectl-client-side-apply"),
+        ({}, "unknown"),
+    ],
+)  # fmt: skip
+def test_crd_owner(meta, owner):
+    from mochaos.operator.crds import crd_owner
+
+    assert crd_owner({"metadata": meta}) == owner
+
+
+def test_the_chart_may_not_run_over_our_crds_local(cluster, kube):
+    from mochaos.operator.crds import check_chart_can_own_crds, install
+
+    install(cluster, own_crds())
+    with pytest.raises(UsageError, match="was installed by mo-chaos"):
+        check_chart_can_own_crds(kube)

@@ -36,7 +36,7 @@ def run_suites(tmp_path: Path, *args: str) -> SuiteRun:
     junit = tmp_path / "junit.xml"
     reports = tmp_path / "reports"
     cmd = [
-        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-n", "0",
         "--time-scale", TIME_SCALE, "--junitxml", str(junit), "--mochaos-reports-dir", str(reports),
         *args,
     ]  # fmt: skip

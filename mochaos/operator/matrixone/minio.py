@@ -15,16 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mochaos.cluster.commands import (
-    MANIFESTS,
-    Progress,
-    apply_objects,
-    render_manifest,
-    say,
-    wait_for,
-)
 from mochaos.cluster.kind import KIND_NETWORK
 from mochaos.errors import InfraError
+from mochaos.operator.matrixone.waits import IMAGE_PULL, POD_START
+from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
+from mochaos.tooling.extras import import_extra
+from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.waiting import wait_for
 from mochaos.types import RUN_ID_LABEL
 
 MINIO_IMAGE = "minio/minio:RELEASE.2023-11-01T01-57-10Z"
@@ -37,7 +34,8 @@ SECRET_NAME = "minio"
 PORT = 9000
 IN_CLUSTER_NAMESPACE = "mochaos-minio"
 IN_CLUSTER_TEMPLATE = MANIFESTS / "minio" / "in-cluster.yaml"
-READY_TIMEOUT = 300.0
+READY_TIMEOUT = IMAGE_PULL + POD_START + 60.0
+"""In-cluster MinIO: a pull of the MinIO image, the pod's start, the bucket made."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +84,10 @@ class MinioStore(Protocol):
 
 
 def _minio_container(**kwargs: Any) -> Any:
-    from testcontainers.community.minio import MinioContainer
-
-    return MinioContainer(**kwargs)
+    module = import_extra(
+        "testcontainers.community.minio", why="MinIO runs as a testcontainer next to kind's nodes"
+    )
+    return module.MinioContainer(**kwargs)
 
 
 class DockerMinio:
@@ -112,10 +111,9 @@ class DockerMinio:
     def up(self) -> S3Store:
         """Start the container on the network, create the bucket, return its in-network URL."""
         self.progress(f"starting MinIO {self.image} on Docker network {self.network!r}")
+        # A missing [kind] extra is reported as such, before anything Docker is tried.
+        container = self._factory(image=self.image, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
         try:
-            container = self._factory(
-                image=self.image, access_key=ACCESS_KEY, secret_key=SECRET_KEY
-            )
             container.with_name(self.name).with_kwargs(network=self.network)
             container.start()
         except Exception as err:

@@ -1,4 +1,4 @@
-"""The plumbing of the kind path: run CLIs (kind, helm), wait on conditions, apply manifests.
+"""Run one command line: stream its progress, keep its output in a log, fail in one line.
 
 A runner executes one command, streams its progress lines to the terminal,
 keeps its full output in a log file, and turns a failure into an InfraError
@@ -11,33 +11,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
-import string
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-import yaml
-from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
-
-from mochaos.errors import InfraError, UsageError
-from mochaos.progress import announce
-
-MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
-"""The packaged manifests/ folder (templates, kind audit policy)."""
-
-FIELD_MANAGER = "mochaos"
-
-Progress = Callable[[str], None]
-
-
-def say(line: str) -> None:
-    """One progress line of a long step (shown live; see mochaos.progress)."""
-    announce(line)
+from mochaos.errors import InfraError
+from mochaos.tooling.progress import Progress, say
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,142 +194,3 @@ class RecordingRunner:
     def commands(self) -> list[str]:
         """Every recorded command line with the program's basename, as one string each."""
         return [" ".join([Path(a[0]).name, *a[1:]]) for a in self.calls]
-
-
-# --------------------------------------------------------------------------
-# Tools on PATH and their versions
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Tool:
-    """A CLI we drive, the oldest version we accept, and how to install it."""
-
-    name: str
-    minimum: tuple[int, int, int]
-    why: str
-    install: str
-    version_args: tuple[str, ...]
-
-
-def require_tool(tool: Tool, *, search_path: str | None = None) -> str:
-    """The tool's path on PATH (or ``search_path``); InfraError naming the install command."""
-    found = shutil.which(tool.name, path=search_path)
-    if found is None:
-        raise InfraError(f"{tool.name} not found on PATH", hint=f"install it with {tool.install}")
-    return found
-
-
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """The first ``vX.Y.Z`` (or ``vX.Y``, patch 0) in a tool's version output."""
-    m = re.search(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text)
-    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
-
-
-def check_version(tool: Tool, path: str, *, runner: Runner) -> tuple[int, int, int]:
-    """Run the tool's version command; InfraError when it is older than the minimum."""
-    result = runner([path, *tool.version_args], what=f"{tool.name} version", timeout=60)
-    found = parse_version(result.stdout + result.stderr)
-    want = ".".join(map(str, tool.minimum))
-    if found is None:
-        raise InfraError(
-            f"cannot read the version of {tool.name} from {reason(result)!r}",
-            hint=f"install {tool.name} >= {want} with {tool.install}",
-        )
-    if found < tool.minimum:
-        have = ".".join(map(str, found))
-        raise InfraError(
-            f"{tool.name} {have} is too old ({tool.why})",
-            hint=f"install {tool.name} >= {want} with {tool.install}",
-        )
-    return found
-
-
-# --------------------------------------------------------------------------
-# Waiting on a condition
-# --------------------------------------------------------------------------
-
-
-def wait_for(
-    check: Callable[[], tuple[bool, str]],
-    *,
-    what: str,
-    timeout: float,
-    interval: float = 2.0,
-    hint: str = "",
-) -> str:
-    """Poll ``check`` (-> (done, description)) until done; InfraError with the last description.
-
-    The policy: a fixed ``interval`` between polls, give up after ``timeout``.
-    An exception from ``check`` counts as "not yet" and its text becomes the
-    description, so a flaky API does not end the wait early.
-    """
-    last = ["nothing observed yet"]
-    started = time.monotonic()
-
-    def attempt() -> bool:
-        try:
-            done, last[0] = check()
-        except Exception as err:
-            done, last[0] = False, f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
-        return done
-
-    policy = Retrying(
-        stop=stop_after_delay(timeout),
-        wait=wait_fixed(interval),
-        retry=retry_if_result(lambda done: not done),
-    )
-    try:
-        policy(attempt)
-    except RetryError as err:
-        waited = time.monotonic() - started
-        raise InfraError(f"{what} not ready after {waited:.0f}s: {last[0]}", hint=hint) from err
-    return last[0]
-
-
-# --------------------------------------------------------------------------
-# Manifests: render a template, apply objects server-side
-# --------------------------------------------------------------------------
-
-
-def render_manifest(path: Path, values: Mapping[str, object]) -> list[dict[str, Any]]:
-    """The YAML documents of a ``${name}`` template with ``values`` filled in."""
-    try:
-        text = string.Template(path.read_text()).substitute({k: str(v) for k, v in values.items()})
-    except KeyError as err:
-        raise UsageError(
-            f"manifest {path.name} needs a value for ${{{err.args[0]}}}",
-            hint="pass it to the renderer",
-        ) from err
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def apply_objects(
-    api_client: Any, docs: Sequence[Mapping[str, Any]], *, dry_run: bool = False
-) -> list[dict[str, Any]]:
-    """Server-side apply each object (field manager ``mochaos``); the objects the API returned.
-
-    With ``dry_run`` the apiserver validates and defaults every object (CRD
-    schema, admission) but persists nothing.
-    """
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-    dyn = DynamicClient(api_client)
-    applied = []
-    for doc in docs:
-        try:
-            resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        except ResourceNotFoundError:
-            # A CRD applied a moment ago is not in the discovery cache yet.
-            dyn.resources.invalidate_cache()
-            resource = dyn.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
-        out = resource.server_side_apply(
-            body=dict(doc),
-            namespace=doc["metadata"].get("namespace"),
-            field_manager=FIELD_MANAGER,
-            force_conflicts=True,
-            dry_run="All" if dry_run else None,
-        )
-        applied.append(out.to_dict())
-    return applied

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from mochaos.cluster.minio import (
+from mochaos.errors import InfraError
+from mochaos.operator.matrixone.minio import (
     ACCESS_KEY,
     BUCKET,
     MINIO_IMAGE,
@@ -17,7 +18,6 @@ from mochaos.cluster.minio import (
     S3Store,
     minio_secret,
 )
-from mochaos.errors import InfraError
 from mochaos.types import RUN_ID_LABEL
 
 STORE = S3Store("http://172.18.0.9:9000", BUCKET, ACCESS_KEY, SECRET_KEY, "docker")
@@ -146,6 +146,21 @@ def test_docker_minio_that_cannot_start_is_an_infra_error() -> None:
     )
 
 
+def test_a_missing_testcontainers_module_is_reported_as_the_extra_to_install() -> None:
+    from mochaos.tooling.extras import import_extra
+
+    def without_module(**kwargs: Any) -> Any:
+        import_extra("testcontainers.community.not_minio", why="MinIO runs as a testcontainer")
+
+    with pytest.raises(InfraError) as info:
+        DockerMinio(container_factory=without_module, progress=lambda line: None).up()
+    assert str(info.value).startswith(
+        "Python module testcontainers.community.not_minio is not installed"
+    )
+    assert str(info.value).endswith("install mo-chaos[kind], e.g. `pip install -e '.[kind]'`")
+    assert "network" not in str(info.value)
+
+
 def test_docker_minio_off_the_network_is_an_infra_error() -> None:
     made: list[FakeMinioContainer] = []
     minio = DockerMinio(
@@ -180,7 +195,7 @@ def test_in_cluster_minio_manifests() -> None:
 
 
 def test_in_cluster_minio_is_accepted_by_the_local_apiserver_local(kube, namespace) -> None:
-    from mochaos.cluster.commands import apply_objects
+    from mochaos.tooling.apply import apply_objects
 
     docs = InClusterMinio(api_client=kube, run_id="r7", namespace=namespace).manifests()
     namespaced = [d for d in docs if d["kind"] != "Namespace"]
