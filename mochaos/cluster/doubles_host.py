@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mochaos.cluster.processes import ProcessSpec, read_pid, runs, spawn, write_pid
 from mochaos.cluster.supervisor import Supervision
-from mochaos.doubles import DoubleContext, DoubleSpec
+from mochaos.doubles import DoubleContext, DoubleSpec, state_dir
 from mochaos.errors import InfraError, UsageError
 from mochaos.procs import wait_gone
 from mochaos.progress import announce
@@ -47,7 +47,7 @@ def context(double: DoubleSpec, *, cluster_name: str, cluster_dir: Path) -> Doub
     return DoubleContext(
         cluster_name=cluster_name,
         kubeconfig=cluster_dir / "kubeconfig.yaml",
-        state_dir=cluster_dir / "doubles" / double.name,
+        state_dir=state_dir(cluster_dir, double.name),
         log_path=cluster_dir / "logs" / f"{double.name}.log",
     )
 
