@@ -479,8 +479,9 @@ def operator(
 def recorder(
     request: pytest.FixtureRequest, cluster: Cluster, namespace: str, mochaos: RunConfig
 ) -> Iterator[Any]:
-    """The namespace's recorder (watches claims, sets, pools, pods, events, the cluster's
-    restarts), streaming the history into the test's report folder as it records."""
+    """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
+    availability, the cluster's restarts), streaming the history into the test's report
+    folder as it records."""
     from mochaos.observe.recorder import Recorder
     from mochaos.report.artifacts import HISTORY_FILE
 
@@ -488,6 +489,7 @@ def recorder(
     folder = _test_folder(request.node, mochaos)
     rec = Recorder(api, namespace=namespace, stream_to=folder / HISTORY_FILE)
     rec.start()
+    rec.watch_availability()
     if cluster.events_log is not None:
         rec.follow_cluster(cluster.events_log)
     yield rec

@@ -107,6 +107,12 @@ class ActionRecord:
     component: str = "chaos"
 
 
+APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
+"""Label of the marker that starts a period the apiserver did not answer."""
+APISERVER_AVAILABLE = "cluster: apiserver available again"
+"""Label prefix of the marker that ends it (the period's length follows)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Marker:
     """A named point in the scenario (started, epilogue, settled, ...)."""

@@ -1,7 +1,8 @@
 """The recorder: one ordered history of everything seen in a test namespace.
 
 It watches CNClaims, CNClaimSets, CNPools, Pods and Events, follows the
-operator's log and the cluster's events file (restarts of its processes), and takes
+operator's log and the cluster's events file (restarts of its processes), notes when
+the apiserver does not answer, and takes
 our own actions and markers, appending each as one entry with a sequence number and
 receive time. It is the single source of truth: triggers wait on it, invariants read
 its history, the timeline renders it. Nothing else polls the API. Given a file, it
@@ -21,6 +22,7 @@ from kubernetes import client
 
 from mochaos.cluster import events as cluster_events
 from mochaos.errors import InfraError
+from mochaos.observe.availability import AvailabilityProbe
 from mochaos.observe.oplog import parse_log_line
 from mochaos.observe.stream import HistoryStream
 from mochaos.observe.watching import KindWatcher, RawEvent
@@ -56,6 +58,7 @@ class Recorder:
     ) -> None:
         """``stream_to``: the history file to write while recording (none when None)."""
         self.namespace = namespace
+        self._api = api
         self._clock = clock
         self._cond = threading.Condition()
         self._entries: list[Entry] = []
@@ -93,13 +96,18 @@ class Recorder:
 
         def tail() -> None:
             for ev in cluster_events.follow(events_log, self._stop):
-                self._append(
-                    lambda seq, t, ev=ev: Marker(
-                        seq=seq, t=ev.t, label=ev.describe(), component=CLUSTER_COMPONENT
-                    )
-                )
+                self._cluster_marker(ev.describe(), ev.t)
 
         self._spawn("cluster-events", tail)
+
+    def watch_availability(self) -> None:
+        """Record each period the apiserver does not answer as a pair of cluster markers
+        (see mochaos.observe.availability)."""
+        probe = AvailabilityProbe(self._api, self._cluster_marker, self._stop)
+        self._spawn("availability", probe.run)
+
+    def _cluster_marker(self, label: str, t: float) -> None:
+        self._append(lambda seq, _: Marker(seq=seq, t=t, label=label, component=CLUSTER_COMPONENT))
 
     def stop(self) -> None:
         """Stop every watch and tail, then write the rest of the history; idempotent."""
