@@ -31,7 +31,7 @@ from filelock import FileLock
 from mochaos.cluster import build, doubles_host, events
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import Supervision
-from mochaos.doubles import DOUBLES, DoubleSpec
+from mochaos.doubles import DOUBLES, DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
@@ -210,7 +210,7 @@ class LocalProvider:
             doubles_host.start(double, contexts[double.name], self.supervision)
         doubles_host.wait_healthy(self.doubles, contexts, timeout=doubles_host.READY_TIMEOUT)
 
-    def _double_context(self, double: DoubleSpec):
+    def _double_context(self, double: DoubleSpec) -> DoubleContext:
         return doubles_host.context(
             double, cluster_name=self.cluster_name, cluster_dir=self.cluster_dir
         )
