@@ -304,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BlockingIOError:
         _say(f"another supervisor already runs for {sup.cluster_dir}; exiting")
         return 0
+    write_pid(sup.pid_file, os.getpid())  # the lock's holder is the supervisor, whoever won
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

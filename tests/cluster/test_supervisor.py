@@ -149,7 +149,8 @@ def test_a_second_supervisor_for_the_same_cluster_exits_at_once(sup):
     first, started = sup.ensure_running()
     try:
         assert started
-        wait_until(lambda: sup.pid() == first, what="the supervisor running")
+        wait_until(lambda: sup.pid() == first and "supervising" in sup.log_file.read_text(),
+                   what="the supervisor running")  # fmt: skip
         again = subprocess.run(sup.command(), capture_output=True, text=True, timeout=30)
         assert again.returncode == 0
         assert "another supervisor already runs" in again.stdout
