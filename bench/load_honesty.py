@@ -145,7 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--time-scale", type=float, default=0.2, help="as the tests use (0.2)")
     p.add_argument("--burners", type=int, default=os.cpu_count() or 2, help="one per core")
     p.add_argument("--cluster-name", default="load-honesty", help="a private local cluster")
-    p.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
+    p.add_argument(
+        "--keep-cluster",
+        action="store_true",
+        help="leave the cluster running (one that existed before always is)",
+    )
     p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     p.add_argument("--seed", type=int, default=None, help="seeds pauses and sessions")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: temp)")
@@ -158,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KUBECONFIG"))}
     env["MOCHAOS_CLUSTER_NAME"] = args.cluster_name
     provider = LocalProvider(name=args.cluster_name)
+    created = not provider.cluster_dir.exists()  # a cluster we did not start is left running
     provider.up()
     pauses = Pauses(provider, args.pause, args.gap, rng)
     pauser = threading.Thread(target=pauses.run, daemon=True)
@@ -182,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pauses.stop.set()
         pauser.join(timeout=args.pause + 5)
         stop_all(burning)
-        if not args.keep_cluster:
+        if created and not args.keep_cluster:
             provider.down()
     elapsed = time.monotonic() - t0
     counts = Counter(s.outcome for s in scenarios)

@@ -50,6 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cluster-name", default="supervisor-bench", help="a private cluster")
     args = p.parse_args(argv)
     provider = LocalProvider(name=args.cluster_name)
+    if provider.cluster_dir.exists():
+        print(
+            f"bench: cluster {args.cluster_name} exists; this bench kills the components of "
+            "a cluster it starts itself: pass --cluster-name <new name>",
+            file=sys.stderr,
+        )
+        return 2
     provider.up()
     rows = []
     try:
