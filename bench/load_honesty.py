@@ -8,13 +8,13 @@ the apiserver is frozen (SIGSTOP) for ``--pause`` seconds at random moments (a p
 every ``--gap`` seconds on average, so every scenario lives through at least one). A
 false verdict is a *failed* scenario (the fixed model breaks nothing) or a *passed* one
 whose gated fault landed outside its window. Prints the counts and the reason of every
-failure or error; writes ``load_honesty.json``. Exit 0 when there was no false verdict.
+failure or error; figures in ``reports/bench/load-honesty-<run-id>.json``, the sessions'
+logs and reports under ``--work``. Exit 0 when there was no false verdict.
 Run: ``python bench/load_honesty.py --help``. Every process it starts is stopped by pid.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -28,6 +28,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import figures
 
 from mochaos.cluster.local import LocalProvider
 from mochaos.types import History
@@ -137,7 +139,7 @@ def false_verdicts(scenarios: Sequence[Scenario]) -> list[Scenario]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; exit 0 when no verdict was false."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = figures.Parser(description=__doc__.splitlines()[0])
     p.add_argument("--scenarios", type=int, default=20, help="run at least this many (20)")
     p.add_argument("--workers", type=int, default=4, help="pytest -n (4)")
     p.add_argument("--pause", type=float, default=10.0, help="seconds per freeze (10)")
@@ -152,11 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     p.add_argument("--seed", type=int, default=None, help="seeds pauses and sessions")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: temp)")
+    p.add_argument("--work", type=Path, default=None, help="sessions' folder (default: temp)")
+    p.add_argument("--out", type=Path, default=figures.DEFAULT_OUT, help="figures folder")
     args = p.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     rng = random.Random(seed)
-    out = args.out or Path(tempfile.mkdtemp(prefix="load-honesty-"))
+    out = args.work or Path(tempfile.mkdtemp(prefix="load-honesty-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"bench: seed {seed}, output {out}", flush=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KUBECONFIG"))}
@@ -193,13 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = Counter(s.outcome for s in scenarios)
     wrong = false_verdicts(scenarios)
     report = {
-        "seed": seed, "seconds": round(elapsed), "workers": args.workers,
-        "burners": args.burners, "pause": args.pause, "pauses": len(pauses.done),
+        "machine": figures.machine(), "seed": seed, "seconds": round(elapsed),
+        "workers": args.workers, "burners": args.burners, "pause": args.pause, "pauses": len(pauses.done),
         "counts": dict(counts), "false_verdicts": len(wrong),
         "scenarios_with_a_pause": sum(s.pauses > 0 for s in scenarios),
         "scenarios": [vars(s) for s in scenarios],
     }  # fmt: skip
-    (out / "load_honesty.json").write_text(json.dumps(report, indent=2))
+    path = figures.write_figures("load-honesty", report, out=args.out)
     print(f"\n{len(scenarios)} scenarios in {elapsed:.0f}s, {len(pauses.done)} apiserver "
           f"freezes of {args.pause:.0f}s, {report['scenarios_with_a_pause']} scenarios "
           f"lived through at least one")  # fmt: skip
@@ -210,9 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if s.outcome != "passed":
             print(f"  {s.outcome.upper()} {s.nodeid} (session {s.session}, {s.pauses} "
                   f"pauses): {s.message}")  # fmt: skip
-    print(f"details: {out / 'load_honesty.json'}")
+    print(f"figures: {path}")
     return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    figures.run(main)

@@ -6,18 +6,20 @@ for the cluster to be healthy between kills) and reports, per component and roun
 time from the kill to the restart (the supervisor's events file) and to a healthy cluster
 (every component running, the API answering, the nodes Ready). Kills in a row are a crash
 loop to the supervisor: its back-off doubles from round to round (0.25 s, 0.5 s, 1 s…).
-Run: ``python bench/supervisor_restart.py``.
+Figures: ``reports/bench/supervisor-restart-<run-id>.json``. Run:
+``python bench/supervisor_restart.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
-import statistics
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+
+import figures
 
 from mochaos.cluster import events
 from mochaos.cluster.local import COMPONENTS, LocalProvider
@@ -44,10 +46,11 @@ def kill_and_time(provider: LocalProvider, component: str) -> tuple[float, float
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark and print a table."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Run the benchmark, print a table, write the figures."""
+    p = figures.Parser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3, help="kills per component (3)")
     p.add_argument("--cluster-name", default="supervisor-bench", help="a private cluster")
+    p.add_argument("--out", type=Path, default=figures.DEFAULT_OUT, help="figures folder")
     args = p.parse_args(argv)
     provider = LocalProvider(name=args.cluster_name)
     if provider.cluster_dir.exists():
@@ -58,23 +61,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     provider.up()
-    rows = []
+    measured: dict[str, dict[str, list[float]]] = {}
     try:
         for component in COMPONENTS:
             times = [kill_and_time(provider, component) for _ in range(args.rounds)]
-            restart = [r for r, _ in times]
-            healthy = [h for _, h in times]
-            rows.append((component, restart, healthy))
+            measured[component] = {
+                "restart": [round(r, 3) for r, _ in times],
+                "healthy": [round(h, 3) for _, h in times],
+            }
     finally:
         provider.down()
-    print(f"{'component':<24} restart after kill, per round (s)   healthy after kill (s)")
-    for component, restart, healthy in rows:
-        print(f"{component:<24} {' '.join(f'{r:5.2f}' for r in restart):<34} "
-              f"{' '.join(f'{h:5.2f}' for h in healthy)}")  # fmt: skip
-    first = [restart[0] for _, restart, _ in rows]
-    print(f"first restart: median {statistics.median(first):.2f}s, max {max(first):.2f}s")
+    rows = [
+        [c, " ".join(figures.fmt(x) for x in m["restart"]),
+         " ".join(figures.fmt(x) for x in m["healthy"])]
+        for c, m in measured.items()
+    ]  # fmt: skip
+    print(figures.table(["component", "restart after kill, per round (s)", "healthy (s)"], rows))
+    first = [m["restart"][0] for m in measured.values()]
+    print(f"first restart: median {figures.fmt(figures.median(first))} s, "
+          f"max {figures.fmt(max(first))} s")  # fmt: skip
+    path = figures.write_figures(
+        "supervisor-restart", {"machine": figures.machine(), "components": measured},
+        out=args.out,
+    )  # fmt: skip
+    print(f"figures: {path}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    figures.run(main)
