@@ -197,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     wrong = false_verdicts(scenarios)
     report = {
         "machine": figures.machine(), "seed": seed, "seconds": round(elapsed),
-        "workers": args.workers, "burners": args.burners, "pause": args.pause, "pauses": len(pauses.done),
+        "workers": args.workers, "burners": args.burners, "pause": args.pause,
+        "pauses": len(pauses.done),
         "counts": dict(counts), "false_verdicts": len(wrong),
         "scenarios_with_a_pause": sum(s.pauses > 0 for s in scenarios),
         "scenarios": [vars(s) for s in scenarios],
