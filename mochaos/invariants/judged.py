@@ -5,8 +5,9 @@ Two corrections of what the recorder saw, both about the observer, never about t
 - *Order.* The recorder merges one watch stream per kind; each stream is in order, but a
   pod's change may arrive before the claim change the apiserver made just before it (a
   busy machine delays one stream, a frozen apiserver buffers all of them). Changes are
-  judged in resourceVersion order (one etcd: its revisions order every write); the other
-  entries keep their places.
+  judged in resourceVersion order (one etcd: its revisions order every write); Events
+  (which a cluster may keep in an etcd of their own) and the other entries keep their
+  places.
 - *Clock.* While the apiserver does not answer (the recorder's outage markers,
   mochaos.observe.availability) nobody can act, so deadlines, graces and windows are
   measured on a clock that leaves those periods out. Violations are reported back on the
@@ -66,7 +67,7 @@ def judged(history: History) -> tuple[History, OperatorClock]:
     """The history to judge (see the module docstring) and the clock it is on."""
     clock = OperatorClock.of(history)
     entries = list(history)
-    slots = [i for i, e in enumerate(entries) if isinstance(e, Change)]
+    slots = [i for i, e in enumerate(entries) if isinstance(e, Change) and e.kind != "Event"]
     in_rv_order = sorted((entries[i] for i in slots), key=lambda c: c.rv)  # type: ignore[union-attr]
     for slot, change in zip(slots, in_rv_order, strict=True):
         entries[slot] = change
