@@ -41,7 +41,10 @@ FINALIZED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("apps.kruise.io", "v1beta1", "statefulsets"),
     ("", "v1", "pods"),
 )
-SERVICE_ACCOUNT_TIMEOUT = 20.0
+SERVICE_ACCOUNT_TIMEOUT = 60.0
+"""Seconds for kube-controller-manager to create a new namespace's default ServiceAccount:
+after an apiserver outage it may have lost its lease, been restarted by the supervisor
+and be waiting up to 15 s to lead again (20 s was seen to be too short under load)."""
 
 
 @dataclass(frozen=True)

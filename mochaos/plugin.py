@@ -130,6 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
     config.stash[CONFIG_KEY] = cfg
+    if workerinput is None:
+        config.pluginmanager.register(_SummaryFollower(config), "mochaos-summary")
     _start_progress(config, cfg, worker=workerinput is not None)
     if threading.current_thread() is threading.main_thread():
         config.stash[SIGINT_KEY] = signal.signal(signal.SIGINT, _on_sigint)
@@ -310,11 +312,29 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+class _SummaryFollower:
+    """Keeps the run's summary.json up to date after each finished test, so a killed run
+    keeps its summary up to the last test that ended (registered in the controller only:
+    it alone writes the summary)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Merge the results once a test's teardown (its last write) is over."""
+        if report.when == "teardown":
+            _merge_summary(self._config)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """The controller merges every test's result into the run's summary.json and index."""
     if getattr(session.config, "workerinput", None) is not None:
         return
-    cfg = session.config.stash.get(CONFIG_KEY, None)
+    _merge_summary(session.config)
+
+
+def _merge_summary(config: pytest.Config) -> None:
+    cfg = config.stash.get(CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
     from mochaos.report.index import write_index
@@ -398,7 +418,9 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
     cleaned up by force reported with the test's result."""
     name = namespace_name(request.node.name)
     namespaces.create(kube, name, run_id=mochaos.run_id)
-    runstate.register_namespace(name, cluster.kubeconfig, cluster.context)
+    # A scenario's result gets the findings, even when a later run finishes the teardown.
+    report = _test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
+    runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
     yield name
     try:
         findings = namespaces.delete(kube, name, grace=TEARDOWN_GRACE)
@@ -454,13 +476,22 @@ def operator(
 
 
 @pytest.fixture
-def recorder(cluster: Cluster, namespace: str) -> Iterator[Any]:
-    """The namespace's recorder (watches claims, sets, pools, pods, events)."""
+def recorder(
+    request: pytest.FixtureRequest, cluster: Cluster, namespace: str, mochaos: RunConfig
+) -> Iterator[Any]:
+    """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
+    availability, the cluster's restarts), streaming the history into the test's report
+    folder as it records."""
     from mochaos.observe.recorder import Recorder
+    from mochaos.report.artifacts import HISTORY_FILE
 
     api = new_api_client(cluster.kubeconfig, user_agent="mochaos/recorder", context=cluster.context)
-    rec = Recorder(api, namespace=namespace)
+    folder = _test_folder(request.node, mochaos)
+    rec = Recorder(api, namespace=namespace, stream_to=folder / HISTORY_FILE)
     rec.start()
+    rec.watch_availability()
+    if cluster.events_log is not None:
+        rec.follow_cluster(cluster.events_log)
     yield rec
     rec.stop()
     api.close()
@@ -565,9 +596,9 @@ def namespace_name(test_name: str) -> str:
     return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
 
 
-def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> None:
+def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
     api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
-        namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)
+        return [str(f) for f in namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)]
     finally:
         api.close()

@@ -4,7 +4,11 @@ Every process mo-chaos starts (operator targets) and every namespace it creates
 is written to ``<state>/runs/<pid>.json`` while it lives. If pytest is killed
 with SIGKILL, the file stays behind; the next run finds files whose owner is
 dead and stops their processes (by pid, after checking the command line still
-matches) and deletes their namespaces.
+matches) and deletes their namespaces. The reaper crosses each item off the file as
+it is done, so a reaper killed in turn leaves the rest to the next one; a namespace
+that could not be deleted because the apiserver did not answer stays listed for the
+next run (at most :data:`REAP_ATTEMPTS` times). What had to be cleaned up by force
+goes into the killed test's ``result.json`` findings when the file names its folder.
 """
 
 from __future__ import annotations
@@ -17,10 +21,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
+from mochaos.errors import UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
 
 _LOCK = threading.Lock()
+REAP_ATTEMPTS = 5
+"""Runs that try to delete a stale namespace on an unanswering apiserver before giving up."""
+REAP_LOCK_TIMEOUT = 600.0
+"""Seconds to wait for another session's reaper (xdist workers start together)."""
+
+DeleteNamespace = Callable[[str, Path, str | None], list[str] | None]
+"""Deletes one stale namespace (namespace, kubeconfig, context); returns the findings."""
 
 
 def _runs_dir() -> Path:
@@ -65,9 +79,15 @@ def unregister_pid(pid: int) -> None:
     _update(lambda d: d["pids"].pop(str(pid), None))
 
 
-def register_namespace(namespace: str, kubeconfig: Path, context: str | None = None) -> None:
-    """Remember a namespace we created, and where (until :func:`unregister_namespace`)."""
+def register_namespace(
+    namespace: str, kubeconfig: Path, context: str | None = None, *, report: Path | None = None
+) -> None:
+    """Remember a namespace we created, where, and the folder of the test it serves (whose
+    result gets the findings if the reaper has to finish its teardown), until
+    :func:`unregister_namespace`."""
     where = {"kubeconfig": str(kubeconfig), "context": context}
+    if report is not None:
+        where["report"] = str(report)
     _update(lambda d: d["namespaces"].__setitem__(namespace, where))
 
 
@@ -81,28 +101,70 @@ def _owner_alive(data: dict[str, Any]) -> bool:
     return owner > 0 and cmdline(owner) == data.get("owner_cmdline")
 
 
-def reap(delete_namespace: Callable[[str, Path, str | None], None]) -> list[str]:
+def _save(path: Path, data: dict[str, Any]) -> None:
+    """Rewrite a dead run's file with what is left to do (removed when nothing is)."""
+    if data.get("pids") or data.get("namespaces"):
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def reap(delete_namespace: DeleteNamespace) -> list[str]:
     """Clean up after dead runs; return one line per thing reaped.
 
-    ``delete_namespace(namespace, kubeconfig, context)`` deletes one stale namespace.
+    ``delete_namespace(namespace, kubeconfig, context)`` deletes one stale namespace and
+    returns what it had to force (finalizers released). One reaper at a time: another
+    session's waits for it, then finds nothing left.
     """
     done: list[str] = []
-    for path in sorted(_runs_dir().glob("*.json")):
-        data = _read(path)
-        if not data or _owner_alive(data):
-            continue
-        for pid_s, command in data.get("pids", {}).items():
-            pid = int(pid_s)
-            if cmdline(pid) == command:
-                os.kill(pid, signal.SIGCONT)
-                os.kill(pid, signal.SIGKILL)
-                wait_gone(lambda pid=pid: bool(cmdline(pid)), 5.0)
-                done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
-        for namespace, where in data.get("namespaces", {}).items():
-            try:
-                delete_namespace(namespace, Path(where["kubeconfig"]), where.get("context"))
-                done.append(f"deleted stale namespace {namespace}")
-            except Exception as err:  # a gone cluster is fine: nothing left to reap
-                done.append(f"could not delete stale namespace {namespace}: {err}")
-        path.unlink(missing_ok=True)
+    with FileLock(str(_runs_dir() / ".reap.lock"), timeout=REAP_LOCK_TIMEOUT):
+        for path in sorted(_runs_dir().glob("*.json")):
+            data = _read(path)
+            if not data or _owner_alive(data):
+                continue
+            _reap_processes(path, data, done)
+            _reap_namespaces(path, data, done, delete_namespace)
     return done
+
+
+def _reap_processes(path: Path, data: dict[str, Any], done: list[str]) -> None:
+    for pid_s, command in list(data.get("pids", {}).items()):
+        pid = int(pid_s)
+        if cmdline(pid) == command:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(lambda pid=pid: bool(cmdline(pid)), 5.0)
+            done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
+        del data["pids"][pid_s]
+        _save(path, data)
+
+
+def _reap_namespaces(
+    path: Path, data: dict[str, Any], done: list[str], delete_namespace: DeleteNamespace
+) -> None:
+    for namespace, where in list(data.get("namespaces", {}).items()):
+        try:
+            findings = delete_namespace(namespace, Path(where["kubeconfig"]), where.get("context"))
+        except UsageError as err:  # the cluster is gone, or the namespace is not ours
+            done.append(f"could not delete stale namespace {namespace}: {err}")
+        except Exception as err:  # the apiserver did not answer: try again next run
+            tries = int(where.get("attempts", 0)) + 1
+            if tries < REAP_ATTEMPTS:
+                where["attempts"] = tries
+                _save(path, data)
+                done.append(f"could not delete stale namespace {namespace} yet ({err}); "
+                            f"the next run tries again")  # fmt: skip
+                continue
+            done.append(f"gave up on stale namespace {namespace} after {tries} runs: {err}")
+        else:
+            lines = [str(f) for f in findings or ()]
+            done.append(f"deleted stale namespace {namespace}")
+            done += [f"  {line}" for line in lines]
+            if lines and where.get("report"):
+                from mochaos.report.testreport import add_findings
+
+                add_findings(Path(where["report"]), lines)
+        del data["namespaces"][namespace]
+        _save(path, data)

@@ -107,6 +107,12 @@ class ActionRecord:
     component: str = "chaos"
 
 
+APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
+"""Label of the marker that starts a period the apiserver did not answer."""
+APISERVER_AVAILABLE = "cluster: apiserver available again"
+"""Label prefix of the marker that ends it (the period's length follows)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Marker:
     """A named point in the scenario (started, epilogue, settled, ...)."""
@@ -259,9 +265,16 @@ class History(Sequence[Entry]):
 
     @classmethod
     def from_jsonl(cls, path: Path) -> History:
-        """Read a history written by :meth:`to_jsonl`."""
+        """Read a history written by :meth:`to_jsonl` or streamed by the recorder: a later
+        line with the same ``seq`` supersedes the earlier one (an entry completed after it
+        was written, see mochaos.observe.stream), entries keep their first position."""
+        entries: dict[int, Entry] = {}
         with _open_text(path, "r") as fh:
-            return cls(entry_from_dict(json.loads(line)) for line in fh if line.strip())
+            for line in fh:
+                if line.strip():
+                    entry = entry_from_dict(json.loads(line))
+                    entries[entry.seq] = entry
+        return cls(entries.values())
 
 
 def _open_text(path: Path, mode: str) -> IO[str]:
@@ -334,6 +347,9 @@ class Cluster:
     audit_log: Path | None = None
     state_dir: Path | None = None
     """Where the provider keeps this cluster's state (local clusters: its doubles too)."""
+    events_log: Path | None = None
+    """JSON lines, one per restart of one of the cluster's processes (local clusters: the
+    supervisor's, see mochaos.cluster.events); the recorder follows it."""
 
 
 class ClusterProvider(Protocol):

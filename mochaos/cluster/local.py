@@ -7,7 +7,9 @@ our cached binaries (kwokctl only downloads ``http(s)://`` sources), bound to
 finds) and an apiserver audit log. kwok's fake nodes make pods schedule, go
 Running, and really disappear when deleted. ``MOCHAOS_CLUSTER_NAME`` picks
 another cluster than ``mochaos`` and ``MOCHAOS_APISERVER_PORT`` fixes the
-apiserver's port (kwokctl picks a free one otherwise).
+apiserver's port (kwokctl picks a free one otherwise). Once the control plane is
+Ready, the environment doubles (:mod:`mochaos.doubles`) are started, and a supervisor
+(:mod:`mochaos.cluster.supervisor`) restarts any component or double that exits.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import build
+from mochaos.cluster import build, doubles_host, events
+from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
+from mochaos.cluster.supervisor import Supervision
+from mochaos.doubles import DOUBLES, DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
@@ -42,6 +47,9 @@ DEFAULT_NODES = 3
 NODE_PREFIX = "kwok-node"
 CREATE_TIMEOUT = 180.0
 READY_TIMEOUT = 60.0
+RECOVER_TIMEOUT = 45.0
+"""Seconds ``up()`` gives an existing cluster's supervisor to bring back what exited (a
+restarted scheduler waits up to 15 s for its predecessor's lease) before recreating it."""
 LOCK_TIMEOUT = 3600.0
 
 _AUDIT_POLICY = {
@@ -60,16 +68,6 @@ _AUDIT_POLICY = {
 
 def _say(line: str) -> None:
     announce(line)
-
-
-@dataclass(frozen=True)
-class StoppedComponent:
-    """How a stopped component of the local cluster was running, to start it again."""
-
-    component: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: str
 
 
 def _port_from_env() -> int | None:
@@ -112,14 +110,19 @@ class LocalProvider:
         name: str | None = None,
         nodes: int = DEFAULT_NODES,
         apiserver_port: int | None = None,
+        doubles: Sequence[DoubleSpec] | None = None,
     ) -> None:
         """``name`` defaults to $MOCHAOS_CLUSTER_NAME or ``mochaos``; ``apiserver_port`` to
-        $MOCHAOS_APISERVER_PORT or a free port kwokctl picks."""
+        $MOCHAOS_APISERVER_PORT or a free port kwokctl picks; ``doubles`` to every
+        registered double (:data:`mochaos.doubles.DOUBLES`)."""
         self.cluster_name = name or os.environ.get(NAME_ENV) or DEFAULT_NAME
         self.nodes = nodes
         self.apiserver_port = apiserver_port if apiserver_port is not None else _port_from_env()
+        self.doubles: tuple[DoubleSpec, ...] = tuple(DOUBLES if doubles is None else doubles)
+        doubles_host.check_registry(self.doubles, COMPONENTS)
         self.workdir = state_dir() / "kwok"
         self.cluster_dir = self.workdir / "clusters" / self.cluster_name
+        self.supervision = Supervision(self.cluster_dir)
 
     # -- paths -------------------------------------------------------------
 
@@ -132,6 +135,10 @@ class LocalProvider:
         path = self.cluster_dir / "logs" / "audit.log"
         return path if path.exists() else None
 
+    def events_log(self) -> Path:
+        """The cluster's events file: one JSON line per restart by the supervisor."""
+        return self.supervision.events_file
+
     def _lock(self) -> FileLock:
         self.workdir.mkdir(parents=True, exist_ok=True)
         # Long enough for a cold build by another process (xdist workers share one cluster).
@@ -140,23 +147,77 @@ class LocalProvider:
     # -- lifecycle ---------------------------------------------------------
 
     def up(self) -> Cluster:
-        """Start the cluster or reuse a healthy one; build binaries on first use."""
+        """Start the cluster or reuse an existing one; build binaries on first use.
+
+        An existing cluster gets its supervisor back if it died, which restarts whatever
+        exited meanwhile; only a cluster that does not recover is recreated.
+        """
         with self._lock():
             if not build.all_built():
                 build.build()
             if self.cluster_dir.exists():
-                if self.is_healthy():
+                problem = self._recover()
+                if problem is None:
                     return self._cluster()
-                _say(f"cluster {self.cluster_name} exists but is not healthy; recreating it")
+                _say(f"cluster {self.cluster_name} did not recover ({problem}); recreating it")
                 self._delete()
             t0 = time.monotonic()
             self._create()
             self._wait_ready(READY_TIMEOUT)
+            self._supervise_components()
+            self._start_doubles()
             _say(f"cluster {self.cluster_name} ready in {time.monotonic() - t0:.1f}s")
             return self._cluster()
 
+    def _recover(self) -> str | None:
+        """Bring an existing cluster back under supervision; None when it is healthy again,
+        else what is still wrong."""
+        if not self.kubeconfig_path().exists():
+            return "no kubeconfig"
+        if not self.supervision.table():
+            # A cluster started before supervision existed: supervise it as it runs.
+            missing = set(COMPONENTS) - set(self.running_pids())
+            if missing:
+                return f"not running: {', '.join(sorted(missing))}"
+            self._supervise_components()
+        pid, started = self.supervision.ensure_running()
+        if started:
+            _say(f"cluster {self.cluster_name}: supervisor was not running; started (pid {pid})")
+        problems = self._wait_for(self._control_plane_problems, RECOVER_TIMEOUT)
+        if problems:
+            return "; ".join(problems)
+        self._start_doubles(only_missing=True)
+        return None
+
+    def _supervise_components(self) -> None:
+        """Capture how each component runs into the supervisor's table; start the
+        supervisor."""
+        logs = self.cluster_dir / "logs"
+        specs = [capture(c, pid, log=logs / f"{c}.log") for c, pid in self.running_pids().items()]
+        doubles = [s for s in self.supervision.table() if s.name not in COMPONENTS]
+        self.supervision.set_table([*specs, *doubles])
+        self.supervision.ensure_running()
+
+    def _start_doubles(self, *, only_missing: bool = False) -> None:
+        """Start the registered doubles (those not running, with ``only_missing``) and wait
+        until every one is healthy."""
+        contexts = {d.name: self._double_context(d) for d in self.doubles}
+        for double in self.doubles:
+            if only_missing and doubles_host.running(double, self.supervision) is not None:
+                continue
+            if only_missing and any(s.name == double.name for s in self.supervision.table()):
+                continue  # in the table but down: the supervisor is restarting it
+            doubles_host.start(double, contexts[double.name], self.supervision)
+        doubles_host.wait_healthy(self.doubles, contexts, timeout=doubles_host.READY_TIMEOUT)
+
+    def _double_context(self, double: DoubleSpec) -> DoubleContext:
+        return doubles_host.context(
+            double, cluster_name=self.cluster_name, cluster_dir=self.cluster_dir
+        )
+
     def down(self) -> None:
-        """Stop every process of the cluster (by pid) and remove its data and kwokctl files."""
+        """Stop the supervisor, the doubles and every process of the cluster (by pid), and
+        remove its data and kwokctl files."""
         with self._lock():
             self._delete()
             for suffix in ("kwokctl.yaml", "kwokctl.log"):
@@ -168,11 +229,12 @@ class LocalProvider:
 
     # -- one component -----------------------------------------------------
 
-    def stop_component(self, component: str, *, grace: float = 5.0) -> StoppedComponent:
+    def stop_component(self, component: str, *, grace: float = 5.0) -> ProcessSpec:
         """Stop one running component (by its pid file, command line checked; SIGKILL after
         ``grace`` seconds) and return how it ran, for :meth:`start_component`; the rest of
-        the cluster keeps running. An apiserver down for over ~10 s makes the scheduler and
-        controller-manager lose their leases and exit."""
+        the cluster keeps running. The supervisor leaves it down until it is started again
+        (or this process exits). An apiserver down for over ~10 s makes the scheduler and
+        controller-manager lose their leases and exit: the supervisor restarts them."""
         if component not in COMPONENTS:
             raise UsageError(
                 f"unknown component {component!r}", hint=f"use one of: {', '.join(COMPONENTS)}"
@@ -183,47 +245,28 @@ class LocalProvider:
                 f"{component} of cluster {self.cluster_name} is not running",
                 hint="start the cluster first (python -m mochaos cluster up)",
             )
-        proc = Path(f"/proc/{pid}")
-        try:
-            environ = proc.joinpath("environ").read_bytes().split(b"\0")
-            saved = StoppedComponent(
-                component=component,
-                argv=cmdline(pid),
-                env=dict(e.decode(errors="replace").split("=", 1) for e in environ if b"=" in e),
-                cwd=os.readlink(proc / "cwd"),
-            )
-        except OSError as err:
-            raise InfraError(
-                f"cannot read how {component} (pid {pid}) runs: {err.strerror}",
-                hint="mo-chaos must run as the user that started the cluster",
-            ) from err
+        saved = capture(component, pid, log=self.cluster_dir / "logs" / f"{component}.log")
+        self.supervision.hold(component)
         _stop_pid(pid, component, grace=grace)
         return saved
 
-    def start_component(self, saved: StoppedComponent, *, timeout: float = READY_TIMEOUT) -> int:
+    def start_component(self, saved: ProcessSpec, *, timeout: float = READY_TIMEOUT) -> int:
         """Start a component stopped by :meth:`stop_component` exactly as it ran (log appended,
-        pid file updated); wait until the cluster answers again. Returns the new pid."""
-        log = self.cluster_dir / "logs" / f"{saved.component}.log"
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                saved.argv,
-                env=saved.env,
-                cwd=saved.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        (self.cluster_dir / "pids" / f"{saved.component}.pid").write_text(f"{proc.pid}\n")
+        pid file updated, supervised again); wait until the cluster answers. The new pid."""
+        proc = spawn(saved)
+        write_pid(self.cluster_dir / "pids" / f"{saved.name}.pid", proc.pid)
+        self.supervision.release(saved.name)
         self._wait_ready(timeout)
         return proc.pid
 
     # -- health ------------------------------------------------------------
 
     def pids(self) -> dict[str, int]:
-        """Component name -> pid, from kwokctl's pid files."""
+        """Component name -> pid, from kwokctl's pid files (the doubles' are apart)."""
         out: dict[str, int] = {}
         for f in sorted((self.cluster_dir / "pids").glob("*.pid")):
+            if f.stem not in COMPONENTS:
+                continue
             try:
                 out[f.stem] = int(f.read_text().strip())
             except ValueError:
@@ -235,30 +278,61 @@ class LocalProvider:
         return {c: p for c, p in self.pids().items() if is_our_process(p, c)}
 
     def is_healthy(self) -> bool:
-        """True when every component runs, the API answers and enough nodes are Ready."""
-        if not self.kubeconfig_path().exists():
-            return False
-        if len(self.running_pids()) < 5:
-            return False
-        try:
-            return self._ready_nodes(timeout=3) >= self.nodes
-        except Exception:
-            return False
+        """True when every component runs, the API answers, enough nodes are Ready and every
+        double runs and passes its health check."""
+        return not self._control_plane_problems() and not self._double_problems()
 
-    def status(self) -> str:
-        """One line describing the cluster."""
-        if not self.cluster_dir.exists():
-            return f"cluster {self.cluster_name}: not created"
-        running = self.running_pids()
+    def _control_plane_problems(self) -> list[str]:
+        if not self.kubeconfig_path().exists():
+            return ["no kubeconfig"]
+        missing = [c for c in COMPONENTS if c not in self.running_pids()]
+        if missing:
+            return [f"not running: {', '.join(missing)}"]
         try:
             ready = self._ready_nodes(timeout=3)
-            api = "API ready"
         except Exception as err:
-            ready, api = 0, f"API unreachable ({type(err).__name__})"
-        return (
-            f"cluster {self.cluster_name}: {len(running)}/5 processes, {api}, "
-            f"{ready} nodes Ready, kubeconfig {self.kubeconfig_path()}"
+            return [f"API not answering ({type(err).__name__})"]
+        return [] if ready >= self.nodes else [f"{ready}/{self.nodes} nodes Ready"]
+
+    def _double_problems(self) -> list[str]:
+        return [f"double {d.name}: {p}" for d, p in self._double_health() if p is not None]
+
+    def _double_health(self) -> list[tuple[DoubleSpec, str | None]]:
+        out = []
+        for double in self.doubles:
+            if doubles_host.running(double, self.supervision) is None:
+                out.append((double, "not running"))
+            else:
+                out.append((double, doubles_host.health(double, self._double_context(double))))
+        return out
+
+    def status(self) -> str:
+        """The cluster in a few lines: API and nodes, then one line per component, the
+        supervisor and each double, with its health."""
+        if not self.cluster_dir.exists():
+            return f"cluster {self.cluster_name}: not created"
+        try:
+            api = f"API ready, {self._ready_nodes(timeout=3)}/{self.nodes} nodes Ready"
+        except Exception as err:
+            api = f"API unreachable ({type(err).__name__})"
+        lines = [f"cluster {self.cluster_name}: {api}, kubeconfig {self.kubeconfig_path()}"]
+        running = self.running_pids()
+        for c in COMPONENTS:
+            lines.append(f"  {c:<24} " + (f"running (pid {running[c]})" if c in running
+                                          else "NOT RUNNING"))  # fmt: skip
+        pid = self.supervision.pid()
+        restarts = sum(e.event == "restarted" for e in events.read(self.events_log()))
+        lines.append(
+            f"  {'supervisor':<24} "
+            + (f"running (pid {pid})" if pid else "NOT RUNNING (python -m mochaos cluster up)")
+            + f"; {restarts} restart(s) in {self.events_log()}"
         )
+        for double, problem in self._double_health():
+            pid = doubles_host.running(double, self.supervision)
+            state = "healthy" if problem is None else f"NOT HEALTHY: {problem}"
+            where = f" (pid {pid})" if pid else ""
+            lines.append(f"  {'double ' + double.name:<24} {state}{where}")
+        return "\n".join(lines)
 
     # -- internals ---------------------------------------------------------
 
@@ -360,6 +434,11 @@ class LocalProvider:
         )
 
     def _delete(self) -> None:
+        # The supervisor first: it would restart what is being stopped.
+        self.supervision.stop()
+        doubles_host.stop_all(
+            self.supervision, [s.name for s in self.supervision.table() if s.name not in COMPONENTS]
+        )
         before = self.pids()
         if self.cluster_dir.exists() and build.binary_paths()["kwokctl"].exists():
             try:
@@ -389,6 +468,13 @@ class LocalProvider:
         core.api_client.close()
         return ready
 
+    def _wait_for(self, problems: Callable[[], list[str]], timeout: float) -> list[str]:
+        """Poll ``problems`` until it returns none (then []) or ``timeout`` passes (the last)."""
+        deadline = time.monotonic() + timeout
+        while (found := problems()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return found
+
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last = "no answer"
@@ -414,6 +500,7 @@ class LocalProvider:
             version=build.KUBERNETES_VERSION,
             audit_log=self.cluster_dir / "logs" / "audit.log",
             state_dir=self.cluster_dir,
+            events_log=self.events_log(),
         )
 
 

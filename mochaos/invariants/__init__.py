@@ -21,6 +21,7 @@ from mochaos.invariants import (
     single_binding,
 )
 from mochaos.invariants.base import InvariantBase
+from mochaos.invariants.judged import judged, on_wall_clock
 from mochaos.types import CheckOptions, History, Verdict
 
 ALL: tuple[InvariantBase, ...] = (
@@ -56,7 +57,8 @@ def evaluate(history: History, options: CheckOptions, *, final: bool) -> list[Ve
     evaluation at the end of the scenario.
     """
     validate_options(options)
-    return [invariant.check(history, options, final=final) for invariant in ALL]
+    view, clock = judged(history)
+    return [on_wall_clock(inv.check(view, options, final=final), clock) for inv in ALL]
 
 
 def validate_options(options: CheckOptions) -> None:

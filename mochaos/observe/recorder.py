@@ -1,10 +1,12 @@
 """The recorder: one ordered history of everything seen in a test namespace.
 
 It watches CNClaims, CNClaimSets, CNPools, Pods and Events, follows the
-operator's log and takes our own actions and markers, appending each as one
-entry with a sequence number and receive time. It is the single source of
-truth: triggers wait on it, invariants read its history, the timeline renders
-it. Nothing else polls the API.
+operator's log and the cluster's events file (restarts of its processes), notes when
+the apiserver does not answer, and takes
+our own actions and markers, appending each as one entry with a sequence number and
+receive time. It is the single source of truth: triggers wait on it, invariants read
+its history, the timeline renders it. Nothing else polls the API. Given a file, it
+streams the history there as it records (:mod:`mochaos.observe.stream`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
 
+from mochaos.cluster import events as cluster_events
 from mochaos.errors import InfraError
+from mochaos.observe.availability import AvailabilityProbe
 from mochaos.observe.oplog import parse_log_line
+from mochaos.observe.stream import HistoryStream
 from mochaos.observe.watching import KindWatcher, RawEvent
 from mochaos.types import (
     ActionRecord,
@@ -32,6 +38,8 @@ from mochaos.types import (
 )
 
 WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
+CLUSTER_COMPONENT = "cluster"
+"""The component of the markers that record a restart of one of the cluster's processes."""
 
 Listener = Callable[[Entry, State], None]
 
@@ -46,8 +54,11 @@ class Recorder:
         namespace: str,
         kinds: Iterable[str] = WATCHED_KINDS,
         clock: Callable[[], float] = time.time,
+        stream_to: Path | None = None,
     ) -> None:
+        """``stream_to``: the history file to write while recording (none when None)."""
         self.namespace = namespace
+        self._api = api
         self._clock = clock
         self._cond = threading.Condition()
         self._entries: list[Entry] = []
@@ -61,11 +72,15 @@ class Recorder:
             for k in kinds
         ]
         self.log_lines_skipped = 0
+        self._stream = HistoryStream(stream_to) if stream_to is not None else None
+        self._rewrite: set[int] = set()
 
     # -- lifecycle ---------------------------------------------------------------
 
     def start(self) -> None:
         """List every kind, then watch each from its list version in a thread."""
+        if self._stream is not None:
+            self._stream.start(self._unwritten)
         for w in self.watchers:
             w.initial_list()
         for w in self.watchers:
@@ -75,8 +90,27 @@ class Recorder:
         """Tail the operator's log into the history (this namespace's lines only)."""
         self._spawn("operator-log", lambda: self._tail(operator))
 
+    def follow_cluster(self, events_log: Path) -> None:
+        """Record each restart of one of the cluster's processes from now on as a marker
+        (component ``cluster``), at the time of the restart."""
+
+        def tail() -> None:
+            for ev in cluster_events.follow(events_log, self._stop):
+                self._cluster_marker(ev.describe(), ev.t)
+
+        self._spawn("cluster-events", tail)
+
+    def watch_availability(self) -> None:
+        """Record each period the apiserver does not answer as a pair of cluster markers
+        (see mochaos.observe.availability)."""
+        probe = AvailabilityProbe(self._api, self._cluster_marker, self._stop)
+        self._spawn("availability", probe.run)
+
+    def _cluster_marker(self, label: str, t: float) -> None:
+        self._append(lambda seq, _: Marker(seq=seq, t=t, label=label, component=CLUSTER_COMPONENT))
+
     def stop(self) -> None:
-        """Stop every watch and tail; idempotent."""
+        """Stop every watch and tail, then write the rest of the history; idempotent."""
         self._stop.set()
         for w in self.watchers:
             w.stop()
@@ -84,6 +118,15 @@ class Recorder:
             t.join(timeout=5)
         with self._cond:
             self._cond.notify_all()
+        if self._stream is not None:
+            self._stream.close()
+
+    def _unwritten(self, written: int) -> tuple[list[Entry], int]:
+        """For the stream: entries changed since they were written, then the new ones."""
+        with self._cond:
+            again = [self._entries[seq] for seq in sorted(self._rewrite) if seq < written]
+            self._rewrite.clear()
+            return again + self._entries[written:], len(self._entries)
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         def run() -> None:
@@ -243,6 +286,7 @@ class Recorder:
             entry = self._entries[seq]
             assert isinstance(entry, ActionRecord)
             self._entries[seq] = replace(entry, in_window=in_window)
+            self._rewrite.add(seq)
 
     def barrier(self, *, timeout: float = 10.0) -> None:
         """Wait until the history holds every change made before this call, for every kind.

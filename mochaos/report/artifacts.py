@@ -1,5 +1,8 @@
 """What a test leaves behind: the history always; on failure, the evidence.
 
+The history (``history.jsonl``) is streamed by the recorder while the test runs
+(:mod:`mochaos.observe.stream`, its one writer); the files here are written at the end.
+
 Evidence is the claims, claim sets and pods as YAML at the first violation and
 at the end, the namespace's Events, and the slices of the operator log and the
 apiserver audit log that concern the test's namespace.
@@ -20,6 +23,8 @@ from mochaos.report.timeline import build_rows, render_markdown
 from mochaos.types import History, State, Verdict, Violation
 
 EVIDENCE_KINDS = ("CNClaimSet", "CNClaim", "Pod")
+HISTORY_FILE = "history.jsonl"
+"""The test's history, streamed by its recorder."""
 
 
 def first_violation(verdicts: Sequence[Verdict]) -> tuple[str, Violation] | None:
@@ -125,9 +130,10 @@ def write_artifacts(
 ) -> dict[str, str]:
     """Write the test's artifacts into ``test_dir``; returns artifact name -> file path.
 
-    ``history.jsonl`` is always written. On failure also: ``objects-at-violation.yaml``
-    (when a violation was recorded), ``objects-at-end.yaml``, ``events.yaml``,
-    ``operator.log`` and ``audit.jsonl`` (when those logs exist).
+    The streamed ``history.jsonl`` is listed when it exists (it is never rewritten here).
+    On failure also: ``objects-at-violation.yaml`` (when a violation was recorded),
+    ``objects-at-end.yaml``, ``events.yaml``, ``operator.log`` and ``audit.jsonl`` (when
+    those logs exist).
     """
     test_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, str] = {}
@@ -137,7 +143,8 @@ def write_artifacts(
         written[name] = str(path)
         return path
 
-    history.to_jsonl(out("history", "history.jsonl"))
+    if (test_dir / HISTORY_FILE).is_file():
+        out("history", HISTORY_FILE)
     if not failed:
         return written
     first = first_violation(verdicts)

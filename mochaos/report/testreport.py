@@ -1,8 +1,8 @@
 """One test's reports: the result when a scenario never produced one, and every file.
 
 The scenario builds its result when it gives a verdict; a test that errored before
-(or without) a verdict gets one here. :func:`write_test_reports` is the one place a
-test's folder is written: history, timeline, artifacts, result.json.
+(or without) a verdict gets one here. :func:`write_test_reports` writes a test's folder
+at its end: timeline, artifacts, result.json (the recorder streams the history).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mochaos.observe.recorder import CLUSTER_COMPONENT
 from mochaos.report.artifacts import write_artifacts, write_timeline
 from mochaos.report.summary import RESULT_FILE, write_result
 from mochaos.types import History, Outcome, ScenarioResult
@@ -50,9 +51,12 @@ def write_test_reports(
     operator_log: Path | None = None,
     audit_log: Path | None = None,
 ) -> Path:
-    """Write the test's history, timeline, artifacts and ``result.json``; return its path."""
+    """Write the test's timeline, artifacts and ``result.json`` (the history itself was
+    streamed by the recorder); return the result's path. Restarts of the cluster's
+    processes seen during the test are added to the result's findings."""
     folder.mkdir(parents=True, exist_ok=True)
     if history is not None:
+        result.findings.extend(cluster_findings(history))
         meta = {
             "operator": f"{result.operator_target} ({result.operator_version})",
             "cluster": f"{result.cluster_provider} {result.k8s_version}",
@@ -70,6 +74,11 @@ def write_test_reports(
             )
         )  # fmt: skip
     return write_result(folder, result)
+
+
+def cluster_findings(history: History) -> list[str]:
+    """One line per restart of one of the cluster's processes recorded in the history."""
+    return [m.label for m in history.markers() if m.component == CLUSTER_COMPONENT]
 
 
 def add_findings(folder: Path, findings: list[str]) -> None:

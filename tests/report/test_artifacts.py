@@ -18,7 +18,12 @@ def _items(path):
     return text, {(o["kind"], o["metadata"]["name"]): o for o in doc["items"]}
 
 
-def test_a_passed_test_keeps_only_its_history(tmp_path, seed_history, seed_result):
+def test_a_passed_test_keeps_only_its_streamed_history_untouched(
+    tmp_path, seed_history, seed_result
+):
+    streamed = tmp_path / "history.jsonl"
+    seed_history.to_jsonl(streamed)  # as the recorder's stream left it
+    before = streamed.read_bytes()
     written = write_artifacts(
         tmp_path,
         seed_history,
@@ -28,15 +33,25 @@ def test_a_passed_test_keeps_only_its_history(tmp_path, seed_history, seed_resul
         namespace=NAMESPACE,
         failed=False,
     )
-    assert written == {"history": str(tmp_path / "history.jsonl")}
+    assert written == {"history": str(streamed)}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["history.jsonl"]
-    again = History.from_jsonl(tmp_path / "history.jsonl")
-    assert list(again) == list(seed_history)
+    assert streamed.read_bytes() == before, "the end-of-test writer rewrote the stream's file"
+    assert list(History.from_jsonl(streamed)) == list(seed_history)
+
+
+def test_without_a_streamed_history_none_is_listed_or_written(tmp_path, seed_history, seed_result):
+    written = write_artifacts(
+        tmp_path, seed_history, seed_result.verdicts, operator_log=None, audit_log=None,
+        namespace=NAMESPACE, failed=False,
+    )  # fmt: skip
+    assert written == {}
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_test_keeps_objects_at_the_first_violation_and_at_the_end(
     tmp_path, seed_history, seed_result
 ):
+    seed_history.to_jsonl(tmp_path / "history.jsonl")
     written = write_artifacts(
         tmp_path,
         seed_history,

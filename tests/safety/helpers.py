@@ -98,6 +98,13 @@ def read_state(pid: int) -> dict[str, Any]:
         return {}
 
 
+def dead_pid() -> int:
+    """The pid of a process that has exited."""
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    return probe.pid
+
+
 def wait_until(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
     """Poll ``check`` until it returns something truthy; fail naming ``what``."""
     deadline = time.monotonic() + timeout

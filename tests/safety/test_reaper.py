@@ -23,7 +23,7 @@ from mochaos.cleanup import delete_namespace
 from mochaos.procs import cmdline
 from mochaos.types import RUN_ID_LABEL
 
-from .helpers import wait_until
+from .helpers import dead_pid, wait_until
 
 
 @pytest.fixture
@@ -42,13 +42,6 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     if proc.poll() is None:
         proc.kill()
     proc.wait()
-
-
-def dead_pid() -> int:
-    """The pid of a process that has exited."""
-    probe = subprocess.Popen(["true"])
-    probe.wait()
-    return probe.pid
 
 
 def write_state(runs: Path, *, owner: int, owner_cmdline: list[str],
@@ -136,3 +129,74 @@ def test_the_reaper_never_deletes_a_namespace_mochaos_did_not_label(kube, cluste
             core.delete_namespace(name)
         except ApiException as err:
             assert err.status == 404
+
+
+def test_an_unanswering_apiserver_leaves_the_namespace_for_the_next_run(state):
+    path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
+                       namespaces={"mc-later": {"kubeconfig": "/kc"}})  # fmt: skip
+
+    def unreachable(namespace: str, kubeconfig: Path, context: str | None) -> None:
+        raise ConnectionRefusedError("apiserver down")
+
+    for run in range(1, runstate.REAP_ATTEMPTS):
+        lines = runstate.reap(unreachable)
+        assert lines == [
+            "could not delete stale namespace mc-later yet (apiserver down); the next run "
+            "tries again"
+        ]
+        assert json.loads(path.read_text())["namespaces"]["mc-later"]["attempts"] == run
+    (last,) = runstate.reap(unreachable)
+    assert last.startswith("gave up on stale namespace mc-later after 5 runs")
+    assert not path.exists()
+
+
+def test_a_gone_cluster_is_not_retried(state):
+    path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
+                       namespaces={"mc-gone": {"kubeconfig": "/no/kc"}})  # fmt: skip
+    from mochaos.plugin import _reap_namespace
+
+    (line,) = runstate.reap(_reap_namespace)
+    assert line.startswith("could not delete stale namespace mc-gone: kubeconfig /no/kc not found")
+    assert not path.exists()
+
+
+def test_findings_of_a_finished_teardown_go_to_the_killed_tests_result(state, tmp_path):
+    from mochaos.report.summary import write_result
+    from mochaos.types import ScenarioResult
+
+    folder = tmp_path / "reports" / "run" / "suites.test_x"
+    write_result(folder, ScenarioResult(nodeid="suites/test_x.py::test_x", outcome="passed"))
+    write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
+                namespaces={"mc-x": {"kubeconfig": "/kc", "report": str(folder)}})  # fmt: skip
+    finding = "finalizer mochaos.io/hold on Pod/p had to be removed by mo-chaos"
+    lines = runstate.reap(lambda ns, kc, ctx: [finding])
+    assert lines == ["deleted stale namespace mc-x", f"  {finding}"]
+    result = json.loads((folder / "result.json").read_text())
+    assert result["findings"] == [finding]
+    assert result["outcome"] == "passed"
+
+
+def test_each_item_is_crossed_off_as_soon_as_it_is_done(state, sleeper):
+    # The reaper dies while deleting the second namespace: the process and the first
+    # namespace are off the file, the second is still on it for the next run.
+    path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"],
+                       pids={sleeper.pid: cmdline(sleeper.pid)},
+                       namespaces={"mc-1": {"kubeconfig": "/kc"},
+                                   "mc-2": {"kubeconfig": "/kc"}})  # fmt: skip
+
+    class Killed(BaseException):
+        """Stands for the reaper's process dying (nothing after it runs)."""
+
+    def delete(namespace: str, kubeconfig: Path, context: str | None) -> None:
+        if namespace == "mc-2":
+            raise Killed
+
+    with pytest.raises(Killed):
+        runstate.reap(delete)
+    left = json.loads(path.read_text())
+    assert left["pids"] == {} and list(left["namespaces"]) == ["mc-2"], left
+    assert sleeper.wait(timeout=10) == -9
+    deleted: list[str] = []
+    runstate.reap(lambda ns, kc, ctx: deleted.append(ns))
+    assert deleted == ["mc-2"]
+    assert not path.exists()

@@ -15,7 +15,8 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from mochaos.cluster.local import LocalProvider, StoppedComponent
+from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.processes import ProcessSpec
 from mochaos.errors import Inconclusive, UsageError
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import claim_bound
@@ -29,7 +30,7 @@ after which the scheduler and controller-manager lose their leases and exit."""
 OPERATOR_KINDS = {"cnclaims", "cnclaimsets", "cnpools", "pods"}
 
 
-def compact_etcd(apiserver: StoppedComponent) -> None:
+def compact_etcd(apiserver: ProcessSpec) -> None:
     """Compact etcd (found through the apiserver's --etcd-servers) to its current revision."""
     url = next(a.split("=", 1)[1] for a in apiserver.argv if a.startswith("--etcd-servers="))
 

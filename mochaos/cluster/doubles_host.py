@@ -1,0 +1,119 @@
+"""Runs the environment doubles (:mod:`mochaos.doubles`) on a local cluster.
+
+After the control plane is Ready, each registered double gets its folder
+(``<cluster>/doubles/<name>``) and log (``<cluster>/logs/<name>.log``), is prepared,
+started in the foreground of its own session, added to the supervisor's table (so it
+is restarted like a component when it exits), and waited on until its health check
+says nothing is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from mochaos.cluster.processes import ProcessSpec, read_pid, runs, spawn, write_pid
+from mochaos.cluster.supervisor import Supervision
+from mochaos.doubles import DoubleContext, DoubleSpec, state_dir
+from mochaos.errors import InfraError, UsageError
+from mochaos.procs import wait_gone
+from mochaos.progress import announce
+
+READY_TIMEOUT = 60.0
+"""Seconds a double may take from its start until its health check passes."""
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,40}$")
+
+
+def check_registry(doubles: Sequence[DoubleSpec], reserved: Sequence[str]) -> None:
+    """UsageError when two doubles share a name, or a name is not a plain file name or is
+    one of the control plane's components."""
+    seen: set[str] = set()
+    for d in doubles:
+        if not _NAME.match(d.name) or d.name in reserved or d.name in seen:
+            raise UsageError(
+                f"double name {d.name!r} is invalid or taken",
+                hint="use a unique lower-case name (letters, digits, '-') that is not a "
+                f"component of the cluster ({', '.join(reserved)})",
+            )
+        seen.add(d.name)
+
+
+def context(double: DoubleSpec, *, cluster_name: str, cluster_dir: Path) -> DoubleContext:
+    """The double's context on this cluster (folders not created yet)."""
+    return DoubleContext(
+        cluster_name=cluster_name,
+        kubeconfig=cluster_dir / "kubeconfig.yaml",
+        state_dir=state_dir(cluster_dir, double.name),
+        log_path=cluster_dir / "logs" / f"{double.name}.log",
+    )
+
+
+def health(double: DoubleSpec, ctx: DoubleContext) -> str | None:
+    """The double's own health line; an exception from the probe counts as unhealthy."""
+    try:
+        return double.health(ctx)
+    except Exception as err:
+        return f"health check raised {type(err).__name__}: {err}"
+
+
+def start(double: DoubleSpec, ctx: DoubleContext, supervision: Supervision) -> int:
+    """Prepare and start one double, hand it to the supervisor; its pid."""
+    ctx.state_dir.mkdir(parents=True, exist_ok=True)
+    ctx.log_path.parent.mkdir(parents=True, exist_ok=True)
+    announce(f"starting double {double.name} ({double.description})")
+    if double.prepare is not None:
+        double.prepare(ctx)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KUBECONFIG"))}
+    spec = ProcessSpec(
+        name=double.name, argv=list(double.command(ctx)), env=env, cwd=str(ctx.state_dir),
+        log=str(ctx.log_path),
+    )  # fmt: skip
+    try:
+        proc = spawn(spec)
+    except OSError as err:
+        raise InfraError(
+            f"double {double.name} could not start: {err}", hint="check its command"
+        ) from err
+    write_pid(supervision.process_pid_file(double.name), proc.pid)
+    supervision.add(spec)
+    return proc.pid
+
+
+def wait_healthy(
+    doubles: Sequence[DoubleSpec], contexts: dict[str, DoubleContext], *, timeout: float
+) -> None:
+    """Wait until every double's health check passes; InfraError naming the last problem."""
+    deadline = time.monotonic() + timeout
+    for double in doubles:
+        while (problem := health(double, contexts[double.name])) is not None:
+            if time.monotonic() >= deadline:
+                raise InfraError(
+                    f"double {double.name} not healthy after {timeout:.0f}s: {problem}",
+                    hint=f"see {contexts[double.name].log_path}",
+                )
+            time.sleep(0.2)
+
+
+def running(double: DoubleSpec, supervision: Supervision) -> int | None:
+    """The double's pid when its process runs (as the supervisor's table says it should)."""
+    spec = next((s for s in supervision.table() if s.name == double.name), None)
+    pid = read_pid(supervision.process_pid_file(double.name))
+    return pid if spec is not None and runs(pid, spec) else None
+
+
+def stop_all(supervision: Supervision, names: Sequence[str], *, grace: float = 5.0) -> None:
+    """Stop the named doubles (SIGTERM, then SIGKILL; by pid, command line checked)."""
+    specs = {s.name: s for s in supervision.table()}
+    for name in names:
+        spec = specs.get(name)
+        pid = read_pid(supervision.process_pid_file(name))
+        if spec is None or pid is None or not runs(pid, spec):
+            continue
+        os.kill(pid, signal.SIGTERM)
+        if not wait_gone(lambda pid=pid, spec=spec: runs(pid, spec), grace):
+            os.kill(pid, signal.SIGKILL)
+            wait_gone(lambda pid=pid, spec=spec: runs(pid, spec), grace)

@@ -1,0 +1,64 @@
+"""Whether the apiserver answers: the periods it did not, as markers in the history.
+
+While the apiserver is down or frozen nothing can happen — no watch event, no operator
+write — so an operator cannot be held to a deadline during that time. A probe asks the
+apiserver's ``/readyz`` every :data:`PERIOD` seconds; a probe unanswered within
+:data:`TIMEOUT` starts an outage (at the moment that probe was sent), the next answered
+one ends it (at the moment of its answer). The invariants judge on a clock that leaves
+those periods out (:mod:`mochaos.invariants.judged`). ``/readyz`` is not audited.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from kubernetes import client
+from kubernetes.client import rest
+
+from mochaos.types import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE
+
+PERIOD = 0.25
+"""Seconds between two probes."""
+TIMEOUT = 1.0
+"""A probe not answered within this long counts as the apiserver being unavailable."""
+
+Mark = Callable[[str, float], None]
+"""Records a marker: (label, time)."""
+
+
+class AvailabilityProbe:
+    """Probes one apiserver from a thread until stopped; reports outages through ``mark``."""
+
+    def __init__(self, api: client.ApiClient, mark: Mark, stop: threading.Event) -> None:
+        self._url = api.configuration.host.rstrip("/") + "/readyz"
+        self._rest = rest.RESTClientObject(api.configuration)
+        self._headers = {"User-Agent": api.user_agent}
+        self._mark = mark
+        self._stop = stop
+        self.outages = 0
+
+    def _answered(self) -> bool:
+        try:
+            resp = self._rest.pool_manager.request(
+                "GET", self._url, headers=self._headers, timeout=TIMEOUT, retries=False
+            )
+        except Exception:
+            return False
+        return resp.status == 200
+
+    def run(self) -> None:
+        """Probe until the stop event is set."""
+        down_since: float | None = None
+        while not self._stop.wait(PERIOD):
+            sent = time.time()
+            if self._answered():
+                if down_since is not None:
+                    now = time.time()
+                    self._mark(f"{APISERVER_AVAILABLE} after {now - down_since:.1f}s", now)
+                    down_since = None
+            elif down_since is None:
+                down_since = sent
+                self.outages += 1
+                self._mark(APISERVER_UNAVAILABLE, sent)

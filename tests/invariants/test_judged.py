@@ -1,0 +1,128 @@
+"""The judged view of a history: changes in the apiserver's order, time on the operator's
+clock (apiserver outages left out), violations reported back on the wall clock."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from mochaos.invariants import evaluate, get
+from mochaos.invariants.judged import OperatorClock, judged
+from mochaos.types import (
+    APISERVER_AVAILABLE,
+    APISERVER_UNAVAILABLE,
+    CheckOptions,
+    History,
+    Marker,
+)
+
+from .builders import HistoryBuilder, bind, ticks
+
+OPTIONS = CheckOptions(converge_timeout=60)
+
+
+def failed(history: History) -> dict[str, float]:
+    """Failed invariant -> the wall time of its violation."""
+    return {
+        v.invariant: v.violation.t
+        for v in evaluate(history, OPTIONS, final=False)
+        if v.failed and v.violation
+    }
+
+
+def received_out_of_order(b: HistoryBuilder, first: int, second: int) -> History:
+    """The builder's history with entries ``first`` and ``second`` (indexes) received in
+    swapped order: each keeps its resourceVersion, seq numbers follow the new order."""
+    entries = list(b.entries)
+    entries[first], entries[second] = entries[second], entries[first]
+    return History(replace(e, seq=i + 1) for i, e in enumerate(entries))
+
+
+def migration_onto_a_held_pod() -> tuple[HistoryBuilder, int, int]:
+    """Z holds B; the agent points X at B (rv r), the operator relabels B for X (rv r+1).
+    Returns the builder and the indexes of those two changes."""
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    bind(b, "Z", "B", claimset="S2")
+    b.at(5).claim("X", pod="B", source="A", by="request_migration")
+    spec_change = len(b.entries) - 2
+    b.at(5.1).pod("B", claimed_by="X")
+    return b, spec_change, len(b.entries) - 1
+
+
+def test_a_change_received_before_the_write_it_follows_is_judged_after_it():
+    b, spec_change, relabel = migration_onto_a_held_pod()
+    skewed = received_out_of_order(b, spec_change, relabel)
+    # Red: on receive order, the relabel looks like the operator's own double binding...
+    raw = get("single-binding").check(skewed, OPTIONS)
+    assert raw.failed and "while its spec.podName is not B" in raw.violation.message
+    # ...but the apiserver made the agent's write first: judged in its order, no violation.
+    assert "single-binding" not in failed(skewed)
+    view, _ = judged(skewed)
+    assert [c.rv for c in view.changes()] == sorted(c.rv for c in skewed.changes())
+    assert [e.seq for e in view if not hasattr(e, "rv")] == [
+        e.seq for e in skewed if not hasattr(e, "rv")
+    ], "entries other than changes keep their places"
+
+
+def test_a_real_double_binding_is_still_caught():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    bind(b, "Z", "B", claimset="S2")
+    b.at(5.1).pod("B", claimed_by="X")  # no spec change of X: the operator's own doing
+    assert "single-binding" in failed(b.build())
+
+
+def outage(b: HistoryBuilder, start: float, end: float) -> None:
+    b.at(start).marker(APISERVER_UNAVAILABLE)
+    b.at(end).marker(f"{APISERVER_AVAILABLE} after {end - start:.1f}s")
+
+
+def scaled(converged_at: float, *, outage_from: float | None = None) -> History:
+    """S1 scaled to 2 at 0, converging at ``converged_at``; a 40 s outage from
+    ``outage_from`` (as the recorder's probe marks it)."""
+    b = HistoryBuilder()
+    b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)
+    if outage_from is not None:
+        outage(b, outage_from, outage_from + 40)
+    b.at(converged_at).claimset("S1", status_replicas=2, ready=2)
+    ticks(b, converged_at + 1, 200, every=5)
+    return History(sorted(b.entries, key=lambda e: e.t))
+
+
+def test_time_the_apiserver_did_not_answer_does_not_count_against_a_deadline():
+    assert "replicas-converge" in failed(scaled(90))  # red: 90 s > 60 s
+    assert "replicas-converge" not in failed(scaled(90, outage_from=20))  # 50 s of its time
+
+
+def test_a_deadline_missed_despite_the_outage_is_reported_on_the_wall_clock():
+    # 120 s to converge, 40 of them without an apiserver: 80 s > 60 s. The deadline passes
+    # at 60 s of operator time = 100 s on the wall clock.
+    assert failed(scaled(120, outage_from=20)) == {"replicas-converge": 100}
+
+
+def test_the_operator_clock():
+    clock = OperatorClock(((10.0, 20.0), (30.0, 35.0)))
+    assert [clock.operator_time(t) for t in (5, 10, 15, 20, 25, 32, 40)] == [
+        5,
+        10,
+        10,
+        10,
+        15,
+        20,
+        25,
+    ]
+    assert [clock.wall_time(c) for c in (5, 10, 15, 20, 25)] == [5, 20, 25, 35, 40]
+    still_down = OperatorClock(((10.0, math.inf),))
+    assert still_down.operator_time(1e9) == 10
+    assert still_down.wall_time(10) == 10
+
+
+def test_outages_are_read_from_the_markers():
+    b = HistoryBuilder()
+    outage(b, 10, 20)
+    b.at(25).marker(APISERVER_UNAVAILABLE)
+    b.at(26).marker(APISERVER_UNAVAILABLE)  # the probe restarted: still the same outage
+    history = b.build()
+    assert OperatorClock.of(history).outages == ((10, 20), (25, math.inf))
+    assert all(isinstance(m, Marker) for m in history)
