@@ -128,6 +128,10 @@ def _qualify(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
+    from mochaos import progress
+
+    # Long steps (builds, cluster start, doubles) report through the mochaos logger.
+    sink = progress.install(progress.Sink(sys.stderr, verbose=True, clock=False))
     try:
         args = _parser().parse_args(argv)
         if args.command == "cluster":
@@ -139,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mo-chaos: interrupted", file=sys.stderr)
         return 130
+    finally:
+        progress.uninstall(sink)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -126,20 +126,24 @@ def announce(line: str) -> None:
 class Sink(logging.Handler):
     """Writes mo-chaos lines where the user sees them (see the module docstring)."""
 
-    def __init__(self, stream: IO[str], *, prefix: str = "", verbose: bool = False) -> None:
+    def __init__(
+        self, stream: IO[str], *, prefix: str = "", verbose: bool = False, clock: bool = True
+    ) -> None:
         super().__init__(logging.INFO)
         self._stream = stream
         self._prefix = prefix
         self.verbose = verbose
+        self._clock = clock
         self._lock_out = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
         """Write the line when it must always show or the run is verbose."""
         if not (getattr(record, ALWAYS, False) or self.verbose):
             return
-        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+        stamp = time.strftime("%H:%M:%S ", time.localtime(record.created)) if self._clock else ""
         test = f" [{_active.test}]" if _active and not getattr(record, ALWAYS, False) else ""
-        line = f"{stamp} mo-chaos{self._prefix}{test}: {record.getMessage()}\n"
+        message = record.getMessage().removeprefix("mo-chaos: ")
+        line = f"{stamp}mo-chaos{self._prefix}{test}: {message}\n"
         with self._lock_out:
             try:
                 self._stream.write(line)

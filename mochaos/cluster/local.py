@@ -31,7 +31,7 @@ from filelock import FileLock
 from mochaos.cluster import build, doubles_host, events
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import Supervision
-from mochaos.doubles import DOUBLES, DoubleContext, DoubleSpec
+from mochaos.doubles import DoubleContext, DoubleSpec, registered
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
@@ -114,11 +114,11 @@ class LocalProvider:
     ) -> None:
         """``name`` defaults to $MOCHAOS_CLUSTER_NAME or ``mochaos``; ``apiserver_port`` to
         $MOCHAOS_APISERVER_PORT or a free port kwokctl picks; ``doubles`` to every
-        registered double (:data:`mochaos.doubles.DOUBLES`)."""
+        registered double (:func:`mochaos.doubles.registered`)."""
         self.cluster_name = name or os.environ.get(NAME_ENV) or DEFAULT_NAME
         self.nodes = nodes
         self.apiserver_port = apiserver_port if apiserver_port is not None else _port_from_env()
-        self.doubles: tuple[DoubleSpec, ...] = tuple(DOUBLES if doubles is None else doubles)
+        self.doubles: tuple[DoubleSpec, ...] = tuple(registered() if doubles is None else doubles)
         doubles_host.check_registry(self.doubles, COMPONENTS)
         self.workdir = state_dir() / "kwok"
         self.cluster_dir = self.workdir / "clusters" / self.cluster_name

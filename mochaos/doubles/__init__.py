@@ -8,7 +8,7 @@ run on the embedded cluster, each named as a double and written from the source 
 
 A double is a long-running process the local provider starts after the control plane is
 ready and supervises like the control plane's own components. Each double module exposes
-a :class:`DoubleSpec`; :data:`DOUBLES` lists them in start order.
+a :class:`DoubleSpec`; :func:`registered` lists them in start order.
 """
 
 from __future__ import annotations
@@ -49,5 +49,9 @@ def state_dir(cluster_state: Path, name: str) -> Path:
     return cluster_state / "doubles" / name
 
 
-DOUBLES: tuple[DoubleSpec, ...] = ()
-"""Every double, in start order (filled in by the double modules' registration)."""
+def registered() -> tuple[DoubleSpec, ...]:
+    """Every double of the local cluster, in start order: the workload controller first
+    (it makes the pods), then MatrixOne (it registers stores for those pods)."""
+    from mochaos.doubles import kruise, matrixone
+
+    return (kruise.SPEC, matrixone.SPEC)

@@ -1,4 +1,4 @@
-"""Our own CloneSet and StatefulSet CRDs (``crds/*.yaml``, labelled ``mochaos.io/schema:
+"""Our own CloneSet and StatefulSet CRDs (``crds/*.yaml``, labelled ``mochaos.io/crds:
 own``), installed when absent.
 
 A CRD of the same name that does not carry our label was installed by someone else (an
@@ -29,7 +29,8 @@ from mochaos.doubles.kruise.api import (
 from mochaos.doubles.kruise.logs import Log
 from mochaos.errors import InfraError
 
-SCHEMA_LABEL = "mochaos.io/schema"
+SCHEMA_LABEL = "mochaos.io/crds"
+"""The owner label of every CRD mo-chaos installs (mochaos.operator.crds.OWNER_LABEL)."""
 HASH_ANNOTATION = "mochaos.io/schema-hash"
 OWN = "own"
 FILES = ("clonesets.yaml", "statefulsets.yaml")
@@ -74,7 +75,7 @@ def ensure(api: Api, log: Log) -> list[str]:
             done.append(f"{name}: ours, up to date")
             continue
         api.apply(CRDS, crd, manager="mochaos-kruise-double")
-        done.append(f"{name}: {'updated' if current else 'installed'} (mochaos.io/schema: own)")
+        done.append(f"{name}: {'updated' if current else 'installed'} (mochaos.io/crds: own)")
         log.info("crd applied", crd=name, existed=current is not None)
     for res in (CLONESETS, STATEFULSETS):
         _wait_served(api, res)

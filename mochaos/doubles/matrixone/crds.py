@@ -3,7 +3,7 @@
 The MatrixOne double watches LogSets (one MatrixOne cluster per namespace that has one)
 and reads a CN pod's CNSet (its ``scalingConfig.storeDrainEnabled``); its tests create
 such objects on the local cluster. The schemas (``schemas/``, labelled
-``mochaos.io/schema: own``) type nothing but keep every field; they are installed only
+``mochaos.io/crds: own``) type nothing but keep every field; they are installed only
 where no CRD of that name exists, so the operator's own CRDs always win.
 """
 
