@@ -36,6 +36,9 @@ DRAIN_MIN = 15.0
 reclaimed CN drains (cnstore/pooling.go:62) before it may be Idle again."""
 CLAIM_RESYNC = 10.0
 """pkg/controllers/cnclaim/migrate.go:33 ``migrationResyncInterval``."""
+MIN_READY = 15.0
+"""pkg/controllers/common/failover.go:28 ``minReadySeconds``: a LogSet/DNSet store counts as
+available only after its pod has been ready this long."""
 LEASE_DURATION = 15.0
 """controller-runtime's default leader-election lease: a restarted operator may wait this long."""
 
@@ -82,8 +85,10 @@ class Timings:
 
     @property
     def base_ready(self) -> float:
-        """A namespace's LogSet and DNSet Ready (pull, start, HAKeeper election, TN)."""
-        return (POD_START + self.image_pull + self.log_service_start) * self.margin
+        """A namespace's LogSet and DNSet Ready (pull, start, HAKeeper election, TN; each set's
+        stores count only after ``minReadySeconds``, the DNSet waits for the LogSet)."""
+        steps = POD_START + self.image_pull + self.log_service_start + 2 * (MIN_READY + REQUEUE)
+        return steps * self.margin + CNSET_RESYNC
 
     @property
     def deletion_cost(self) -> float:
