@@ -1,24 +1,26 @@
-"""What every invariant shares: its identity, verdict helpers, and deadline bookkeeping.
+"""What every invariant shares: its identity, its incremental judge, and deadline bookkeeping.
 
-Time-based invariants open an obligation when something starts (a deletion, a
-breach, a migration) and close it when it resolves. An obligation fails only
-once an entry later than its deadline has been seen, so a history that ends
-before a deadline never reports it (continuous evaluation stays quiet).
+An invariant hands out a :class:`Judge` that reads a history one entry at a time
+(``Checker`` drives it); ``check`` feeds a whole history to a fresh judge. Time-based
+judges open an obligation when something starts (a deletion, a breach, a migration)
+and close it when it resolves; an obligation fails once an entry later than its
+deadline has been seen, or, when asked with the clock's ``now``, once ``now`` passed it.
 """
 
 from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mochaos.types import CheckOptions, History, Verdict, Violation
+from mochaos.invariants.facts import Facts, Obj
+from mochaos.types import ActionRecord, CheckOptions, Entry, History, Verdict, Violation
 
 
 class InvariantBase(ABC):
-    """An invariant (mochaos.types.Invariant) with the verdict helpers its check uses."""
+    """An invariant (mochaos.types.Invariant): a factory of judges and the verdict helpers."""
 
     id: str = ""
     severity: str = "error"
@@ -26,8 +28,17 @@ class InvariantBase(ABC):
     at_settle_only: bool = False
 
     @abstractmethod
+    def judge(self, options: CheckOptions, facts: Facts) -> Judge:
+        """A fresh judge of this invariant over the entries ``facts`` sees."""
+
     def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
         """Judge ``history``; ``final=False`` judges only what later entries cannot change."""
+        from mochaos.invariants.checker import Checker
+
+        checker = Checker(options, (self,))
+        checker.feed(history)
+        (verdict,) = checker.verdicts(final=final)
+        return verdict
 
     def passed(self, note: str = "") -> Verdict:
         """A passing verdict of this invariant."""
@@ -46,6 +57,71 @@ class InvariantBase(ABC):
         return f"<invariant {self.id}>"
 
 
+class Judge:
+    """One invariant's state over one history, fed entry by entry in ``seq`` order.
+
+    For each new entry the checker calls :meth:`before`, folds a Change into the
+    shared world, then calls :meth:`after`; an action record completed later (its
+    write's resourceVersion arrived) comes again through :meth:`amend`. Each entry
+    is looked at a bounded number of times, so judging a history is linear in it.
+    """
+
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        self.invariant = invariant
+        self.options = options
+        self.facts = facts
+
+    def before(self, entry: Entry) -> None:
+        """A new entry, before the world applied it."""
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        """A new entry, after the world applied it (``prev``: a changed object's old version)."""
+
+    def amend(self, action: ActionRecord) -> None:
+        """An action record seen earlier, now with its write's result."""
+
+    @abstractmethod
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
+        """The verdict so far; ``now`` (wall time) also fails deadlines passed since the last
+        entry; ``final`` judges at settle time."""
+
+    def in_flight(self, now: float) -> list[str]:
+        """What this judge still waits for at ``now`` (deadline not passed)."""
+        return []
+
+
+class DeadlineJudge(Judge):
+    """A judge whose obligations fail when their deadline passes; the first failure stays."""
+
+    seen: str = "obligation(s) seen"
+    """What the pass note counts."""
+
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        super().__init__(invariant, options, facts)
+        self.deadlines = Deadlines()
+        self.failure: Verdict | None = None
+
+    def before(self, entry: Entry) -> None:
+        """Fail at the first entry later than an open obligation's deadline."""
+        if self.failure is None:
+            late = self.deadlines.due(entry.t)
+            if late is not None:
+                self.failure = self.overdue(late, entry.seq)
+
+    @abstractmethod
+    def overdue(self, late: Obligation, seq: int) -> Verdict:
+        """The failing verdict of ``late``, revealed by the entry ``seq``."""
+
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
+        """The first failure; else one due at ``now``; else a pass counting obligations."""
+        if self.failure is not None:
+            return self.failure
+        late = self.deadlines.due(now) if now is not None else None
+        if late is not None:
+            return self.overdue(late, self.facts.last_seq)
+        return self.invariant.passed(self.deadlines.summary(self.seen))
+
+
 @dataclass(frozen=True, slots=True)
 class Obligation:
     """Something that must resolve by ``deadline``; ``detail`` is the invariant's own data."""
@@ -58,7 +134,7 @@ class Obligation:
 
 
 class Deadlines:
-    """Open obligations by key, expiring in deadline order."""
+    """Open obligations by key, due in deadline order."""
 
     def __init__(self) -> None:
         self._open: dict[Hashable, Obligation] = {}
@@ -84,14 +160,21 @@ class Deadlines:
         """The open obligation of ``key``, if any."""
         return self._open.get(key)
 
-    def expired(self, now: float) -> Obligation | None:
-        """Remove and return the open obligation with the earliest deadline before ``now``."""
-        while self._heap and self._heap[0][0] < now:
-            obligation = heapq.heappop(self._heap)[2]
+    def due(self, now: float) -> Obligation | None:
+        """The open obligation with the earliest deadline, when that deadline is before ``now``.
+
+        It stays open: an overdue obligation is still pending until it is closed.
+        """
+        while self._heap:
+            deadline, _, obligation = self._heap[0]
             if self._open.get(obligation.key) is obligation:
-                del self._open[obligation.key]
-                return obligation
+                return obligation if deadline < now else None
+            heapq.heappop(self._heap)  # closed or reopened since: drop the stale entry
         return None
+
+    def pending_items(self) -> Iterator[Obligation]:
+        """The open obligations, in the order they were opened."""
+        return iter(self._open.values())
 
     @property
     def pending(self) -> int:

@@ -15,12 +15,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kubernetes import client
 
 from mochaos.errors import Inconclusive, InfraError
+from mochaos.invariants import Checker, evaluate
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
@@ -52,8 +53,6 @@ audit log's (a patch in flight when the slice is read)."""
 
 MONITOR_PERIOD = 0.25
 """How often the invariants are evaluated during the run (seconds)."""
-
-RECORDED_KINDS = ("CNClaim", "CNClaimSet", "Pod")
 
 
 @dataclass
@@ -87,28 +86,40 @@ class Detection:
 
 @dataclass
 class _Monitor:
-    """Evaluates the invariants continuously; remembers when each first failed."""
+    """Feeds the recorder's journal to one incremental Checker; remembers first failures."""
 
     recorder: Recorder
     options: CheckOptions
     detections: dict[str, Detection] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+    checker: Checker = field(init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _cursor: int = 0
+
+    def __post_init__(self) -> None:
+        self.checker = Checker(self.options)
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="invariant-monitor", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        from mochaos.invariants import evaluate
-
         while not self.stop.wait(MONITOR_PERIOD):
-            history = self.recorder.history()
-            for v in evaluate(history, self.options, final=False):
-                if v.failed and v.invariant not in self.detections and v.violation:
+            self.update()
+
+    def update(self) -> float:
+        """Judge what was recorded since the last update; return the ``now`` judged at."""
+        with self.lock:
+            now = time.time()  # before reading: every change received by now is read
+            entries, self._cursor = self.recorder.journal(self._cursor)
+            failed = self.checker.feed(entries) + self.checker.poll(now)
+            for v in failed:
+                if v.invariant not in self.detections and v.violation:
                     self.detections[v.invariant] = Detection(
                         v.invariant, time.time(), v.violation.t
                     )
+            return now
 
     def close(self) -> None:
         self.stop.set()
@@ -312,16 +323,14 @@ class Scenario:
         # After an apiserver outage nothing arrives while the watches reconnect: catch up
         # first, or the silence would pass for calm.
         self.recorder.barrier(timeout=timeout)
+        monitor = self._monitor
         while True:
-            history = self.recorder.history()
-            now = time.time()
-            ours = {a.write_rv for a in history.actions() if a.write_rv is not None}
-            # Our own writes (the agent's retries) do not count as the system being busy.
-            last = max(
-                (c.t for c in history.changes() if c.kind in RECORDED_KINDS and c.rv not in ours),
-                default=0.0,
-            )
-            if now - last >= quiet and not in_flight(history, now, o):
+            now = monitor.update()
+            with monitor.lock:
+                # Our own writes (the agent's retries) do not count as the system being busy.
+                last = monitor.checker.last_move()
+                busy = monitor.checker.in_flight(now)
+            if now - last >= quiet and not busy:
                 self.recorder.mark("settled")
                 return True
             if time.monotonic() >= deadline:
@@ -351,8 +360,6 @@ class Scenario:
 
     def finish(self) -> ScenarioResult:
         """Stop the chaos, check every gated window, evaluate the invariants, build the result."""
-        from mochaos.invariants import evaluate
-
         if self.result is not None:
             return self.result
         self.agent.stop()
@@ -378,6 +385,7 @@ class Scenario:
             bugs=sorted({b for v in failed for b in v.bugs}),
             duration=time.monotonic() - self._started,
             seed=self.run.seed,
+            check_options=asdict(self.options),
         )
         self.result.audit_counts = self._audit_counts(retries.migration_requests)
         self.result.detection_latency = {
@@ -499,30 +507,6 @@ def describe_state(state: State, *, limit: int = 12) -> str:
         return ", ".join(items[:limit]) + more if items else "none"
 
     return f"claims: {head(claims)}; pods: {head(pods)}"
-
-
-def in_flight(history: History, now: float, options: CheckOptions) -> list[str]:
-    """Claims deleting or migrating whose deadline has not passed at ``now``."""
-    deleting: dict[str, float] = {}
-    migrating: dict[str, float] = {}
-    for e, state in history.replay():
-        if not isinstance(e, Change) or e.kind != "CNClaim":
-            continue
-        obj = state.get("CNClaim", e.name)
-        if obj is None:
-            deleting.pop(e.name, None)
-            migrating.pop(e.name, None)
-            continue
-        if obj_deleting(obj):
-            deleting.setdefault(e.name, e.t)
-        if (obj.get("spec") or {}).get("sourcePod") and not obj_deleting(obj):
-            migrating.setdefault(e.name, e.t)
-        else:
-            migrating.pop(e.name, None)
-    return [
-        *(f"deleting {n}" for n, t in deleting.items() if now - t < options.finalize_timeout),
-        *(f"migrating {n}" for n, t in migrating.items() if now - t < options.migration_timeout),
-    ]
 
 
 def _bound_of(state: State, claimset: str) -> list[str]:

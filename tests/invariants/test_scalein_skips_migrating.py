@@ -1,6 +1,6 @@
 """scalein-skips-migrating: scale-in never deletes a migrating claim while others exist (B2, B6)."""
 
-from mochaos.invariants import evaluate, get
+from mochaos.invariants import Checker, evaluate, get
 from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
@@ -114,3 +114,114 @@ def test_namespace_deletion_without_write_rv_spares_only_later_deletions():
     b.at(45).action("delete_namespace", kind="Namespace", name="chaos-test")
     ticks(b, 46, 60)
     assert INVARIANT.check(b.build(), OPTIONS).status == "fail"
+
+
+# -- confirmation at once from the scale intent ----------------------------------------
+
+
+def intent_set() -> HistoryBuilder:
+    """Set S1 has X (migrating A -> B) and Y (bound to C); our scale to 1 is recorded first."""
+    b = HistoryBuilder()
+    b.at(0).claimset("S1", replicas=2, status_replicas=2, ready=2)
+    bind(b, "X", "A")
+    bind(b, "Y", "C")
+    b.at(10).claim("X", pod="B", source="A", by="request_migration")
+    b.at(10.5).pod("B", phase="Bound", claimed_by="X")
+    b.at(30).scale("S1", 1)
+    return b
+
+
+def running(b: HistoryBuilder) -> str:
+    return evaluate(b.build(), OPTIONS, final=False)[INDEX].status
+
+
+def test_deleting_the_migrating_claim_fails_at_once_when_the_target_keeps_it():
+    b = intent_set()
+    bad = b.at(30.2).claim("X", deleting=True)
+    checker = Checker(OPTIONS, (INVARIANT,))
+    (verdict,) = checker.feed(b.entries)  # no later entry needed: no window to wait for
+    assert (verdict.violation.t, verdict.violation.seq) == (30.2, bad.seq)
+    assert verdict.violation.objects == ("CNClaim/X", "Pod/A", "Pod/B", "CNClaim/Y")
+    assert verdict.violation.message.endswith(
+        "of claim set S1 was kept; confirmed at once: scale target 1 keeps all 1 migrating claim(s)"
+    )
+    # A later pass deleting Y too does not excuse it (the window rule would have).
+    b.at(32.2).claim("Y", deleting=True)
+    ticks(b, 33, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).violation.seq == bad.seq
+
+
+def test_deleting_the_other_claim_passes_with_an_intent():
+    b = intent_set()
+    b.at(30.2).claim("Y", deleting=True)
+    ticks(b, 31, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_our_own_delete_recorded_before_the_write_passes():
+    b = intent_set()
+    b.at(30.1).action("delete_claim", kind="CNClaim", name="X", intent=True)
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "pass"
+
+
+def test_a_target_below_the_migrating_claims_waits_for_the_window():
+    b = intent_set()
+    b.at(20).claim("Y", pod="D", source="C", by="request_migration")  # now 2 migrate
+    b.claim("W", pod="E", phase="Bound", store="E", claimset="S1")
+    b.at(30.1).scale("S1", 1)
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "pass"
+    ticks(b, 31, 40)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "fail"  # W survived the window
+
+
+def test_the_epilogue_scale_to_zero_waits_and_passes():
+    b = intent_set()
+    b.at(40).marker("epilogue")
+    b.scale("S1", 0)
+    b.at(40.1).claim("X", deleting=True)
+    assert running(b) == "pass"
+    b.at(40.15).claim("Y", deleting=True)
+    ticks(b, 41, 60)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_an_earlier_lower_target_may_still_be_worked_towards():
+    b = intent_set()
+    b.at(30.05).scale("S1", 0)
+    b.at(30.1).scale("S1", 2)
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "pass"
+
+
+def test_an_intent_recorded_after_the_deletion_does_not_count():
+    b = migrating_set()
+    b.at(30.2).claim("X", deleting=True)
+    b.at(30.3).scale("S1", 1)
+    assert running(b) == "pass"
+    ticks(b, 31, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "fail"
+
+
+def test_a_migration_that_ended_since_the_scale_still_counts_as_migrating():
+    b = intent_set()
+    b.at(5).claim("W", pod="E", phase="Bound", store="E", source="F", claimset="S1")
+    b.at(30.1).claim("W", source=None)  # the operator's cache may still see it migrating
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "pass"
+
+
+def test_a_set_being_deleted_waits_for_the_window():
+    b = intent_set()
+    b.at(30.1).claimset("S1", deleting=True)
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "pass"
+
+
+def test_a_scale_of_another_set_does_not_count():
+    b = migrating_set()
+    b.at(30.1).claimset("S2", replicas=5)
+    b.scale("S2", 5)
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "pass"
