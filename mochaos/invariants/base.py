@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +139,8 @@ class Deadlines:
     def __init__(self) -> None:
         self._open: dict[Hashable, Obligation] = {}
         self._heap: list[tuple[float, int, Obligation]] = []
+        self._in_time: dict[Hashable, Obligation] = {}
+        """The open obligations not yet seen past their deadline by :meth:`in_time`."""
         self.opened = 0
 
     def open(
@@ -149,12 +151,14 @@ class Deadlines:
             return
         obligation = Obligation(key, start, start + within, seq, detail)
         self._open[key] = obligation
+        self._in_time[key] = obligation
         self.opened += 1
         heapq.heappush(self._heap, (obligation.deadline, self.opened, obligation))
 
     def close(self, key: Hashable) -> None:
         """Resolve the obligation of ``key`` (no-op if none is open)."""
         self._open.pop(key, None)
+        self._in_time.pop(key, None)
 
     def get(self, key: Hashable) -> Obligation | None:
         """The open obligation of ``key``, if any."""
@@ -172,9 +176,16 @@ class Deadlines:
             heapq.heappop(self._heap)  # closed or reopened since: drop the stale entry
         return None
 
-    def pending_items(self) -> Iterator[Obligation]:
-        """The open obligations, in the order they were opened."""
-        return iter(self._open.values())
+    def in_time(self, now: float) -> list[Obligation]:
+        """The open obligations whose deadline is after ``now``, in the order they were opened.
+
+        ``now`` must not go back between calls: an obligation found past its deadline
+        is left out of every later answer (it is still open and still fails).
+        """
+        late = [key for key, o in self._in_time.items() if o.deadline <= now]
+        for key in late:
+            del self._in_time[key]
+        return list(self._in_time.values())
 
     @property
     def pending(self) -> int:

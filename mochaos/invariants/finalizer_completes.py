@@ -54,7 +54,7 @@ class _Judge(DeadlineJudge):
 
     def in_flight(self, now: float) -> list[str]:
         """Claims being deleted whose finalize deadline has not passed at ``now``."""
-        return [f"deleting {o.key}" for o in self.deadlines.pending_items() if now < o.deadline]
+        return [f"deleting {o.key}" for o in self.deadlines.in_time(now)]
 
 
 INVARIANT = FinalizerCompletes()

@@ -70,8 +70,8 @@ class _Judge(DeadlineJudge):
         world = self.facts.world
         return [
             f"migrating {o.key}"
-            for o in self.deadlines.pending_items()
-            if now < o.deadline and source_pod(world.live_claim(str(o.key)) or {})
+            for o in self.deadlines.in_time(now)
+            if source_pod(world.live_claim(str(o.key)) or {})
         ]
 
 

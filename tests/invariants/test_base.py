@@ -12,7 +12,9 @@ def test_obligation_is_due_only_after_its_deadline_and_stays_open():
     assert (late.key, late.start, late.deadline, late.seq) == ("x", 10, 15, 1)
     assert deadlines.pending == 1
     assert deadlines.due(16) is late
-    assert list(deadlines.pending_items()) == [late]
+    assert deadlines.in_time(14) == [late]
+    assert deadlines.in_time(15) == []
+    assert deadlines.in_time(14) == []  # once past, never again
 
 
 def test_closed_obligation_is_never_due():
