@@ -25,6 +25,13 @@ from mochaos import runstate
 from mochaos.cleanup import delete_namespace
 from mochaos.cluster import PROVIDERS, make_provider
 from mochaos.errors import InfraError, MochaosError, UsageError
+from mochaos.invariants.options import (
+    FINALIZE_TIMEOUT,
+    MIGRATION_TIMEOUT,
+    RETRY_BUDGET,
+    TIME_SCALE,
+    run_options,
+)
 from mochaos.kube import check_reachable, new_api_client
 from mochaos.types import (
     RUN_ID_LABEL,
@@ -34,10 +41,6 @@ from mochaos.types import (
     OperatorTarget,
     RunningOperator,
 )
-
-GRACE = 20.0
-"""Seconds (operator time) a bad state may last before a state invariant judges it: above
-the operator's own legitimate waits (10 s pod-cache grace + a 2 s requeue)."""
 
 
 @dataclass(frozen=True)
@@ -61,15 +64,11 @@ class RunConfig:
 
     def check_options(self) -> CheckOptions:
         """Invariant thresholds in wall seconds (operator-time values scaled)."""
-        s = self.time_scale
-        return CheckOptions(
-            finalize_timeout=self.finalize_timeout * s,
+        return run_options(
+            time_scale=self.time_scale,
+            finalize_timeout=self.finalize_timeout,
             retry_budget=self.retry_budget,
-            retry_window=self.finalize_timeout * s,
-            grace=GRACE * s,
-            migration_timeout=self.migration_timeout * s,
-            converge_timeout=60.0 * s,
-            time_scale=s,
+            migration_timeout=self.migration_timeout,
         )
 
 
@@ -99,25 +98,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption(
         "--time-scale",
         type=float,
-        default=1.0,
+        default=TIME_SCALE,
         help="multiply the model's operator intervals and our thresholds (default 1.0)",
     )
     g.addoption(
         "--finalize-timeout",
         type=float,
-        default=60.0,
+        default=FINALIZE_TIMEOUT,
         help="seconds a deleting CNClaim may take (operator time, default 60)",
     )
     g.addoption(
         "--retry-budget",
         type=int,
-        default=10,
+        default=RETRY_BUDGET,
         help="finalize retries allowed per claim in the finalize window (default 10)",
     )
     g.addoption(
         "--migration-timeout",
         type=float,
-        default=120.0,
+        default=MIGRATION_TIMEOUT,
         help="seconds a migration may take to end (operator time, default 120)",
     )
     g.addoption(

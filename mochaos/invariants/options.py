@@ -20,8 +20,10 @@ MIGRATION_TIMEOUT = 120.0
 """Defaults of the run's options (operator seconds; the budget is a count)."""
 
 GRACE = 20.0
+"""Operator seconds a bad state may last before a state invariant judges it: above the
+operator's own legitimate waits (10 s pod-cache grace + a 2 s requeue)."""
 CONVERGE_TIMEOUT = 60.0
-"""Operator seconds a breach may last, and a claim set may take to converge."""
+"""Operator seconds a claim set may take to converge."""
 
 
 def run_options(
