@@ -40,7 +40,7 @@ class InvariantBase(ABC):
         (verdict,) = checker.verdicts(final=final)
         return verdict
 
-    def passed(self, note: str = "") -> Verdict:
+    def passed(self, note: str) -> Verdict:
         """A passing verdict of this invariant."""
         return Verdict(self.id, "pass", self.bugs, self.severity, None, note)
 
@@ -129,7 +129,6 @@ class Obligation:
     key: Hashable
     start: float
     deadline: float
-    seq: int
     detail: Any = None
 
 
@@ -143,13 +142,11 @@ class Deadlines:
         """The open obligations not yet seen past their deadline by :meth:`in_time`."""
         self.opened = 0
 
-    def open(
-        self, key: Hashable, *, start: float, within: float, seq: int, detail: Any = None
-    ) -> None:
+    def open(self, key: Hashable, *, start: float, within: float, detail: Any = None) -> None:
         """Open an obligation due ``within`` seconds after ``start``; no-op if ``key`` is open."""
         if key in self._open:
             return
-        obligation = Obligation(key, start, start + within, seq, detail)
+        obligation = Obligation(key, start, start + within, detail)
         self._open[key] = obligation
         self._in_time[key] = obligation
         self.opened += 1

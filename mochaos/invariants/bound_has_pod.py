@@ -35,9 +35,8 @@ class _Judge(DeadlineJudge):
         world = self.facts.world
         claims = [entry.name] if entry.kind == CLAIM else world.claims_naming(entry.name)
         for claim in claims:
-            obj = world.live_claim(claim)
-            pod = spec_pod(obj) if obj is not None else ""
-            phase = claim_phase(obj) if obj is not None else ""
+            obj = world.live_claim(claim) or {}
+            pod, phase = spec_pod(obj), claim_phase(obj)
             for what, broken in (
                 (_MISSING_POD, phase == "Bound" and bool(pod) and world.pod(pod) is None),
                 (_LOST_WITH_POD, phase == "Lost" and bool(pod)),
@@ -47,7 +46,6 @@ class _Judge(DeadlineJudge):
                         (claim, what),
                         start=entry.t,
                         within=self.options.grace,
-                        seq=entry.seq,
                         detail=(claim, what),
                     )
                 else:

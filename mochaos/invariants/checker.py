@@ -33,7 +33,6 @@ class Checker:
         from mochaos.invariants.registry import ALL
 
         validate_options(options)
-        self.options = options
         self.facts = Facts()
         self._judges: list[Judge] = [
             invariant.judge(options, self.facts) for invariant in invariants or ALL

@@ -133,7 +133,7 @@ class World:
 
     def live_claim(self, name: str) -> Obj | None:
         """The claim when it is live (exists, no deletionTimestamp), else None."""
-        claim = self.claim(name) if name else None
+        claim = self.claim(name)
         return claim if is_live(claim) else None
 
     def pods_labelled(self, claim: str) -> list[str]:

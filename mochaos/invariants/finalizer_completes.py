@@ -31,9 +31,7 @@ class _Judge(DeadlineJudge):
         if entry.event == "DELETED":
             self.deadlines.close(entry.name)
         elif obj_deleting(entry.obj):
-            self.deadlines.open(
-                entry.name, start=entry.t, within=self.options.finalize_timeout, seq=entry.seq
-            )
+            self.deadlines.open(entry.name, start=entry.t, within=self.options.finalize_timeout)
 
     def overdue(self, late: Obligation, seq: int) -> Verdict:
         name = str(late.key)

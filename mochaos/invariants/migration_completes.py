@@ -36,7 +36,6 @@ class _Judge(DeadlineJudge):
                 entry.name,
                 start=entry.t,
                 within=self.options.migration_timeout,
-                seq=entry.seq,
                 detail=(source_pod(entry.obj), spec_pod(entry.obj)),
             )
         elif store_pod(entry.obj) == spec_pod(entry.obj):

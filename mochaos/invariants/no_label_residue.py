@@ -30,12 +30,8 @@ class _Judge(DeadlineJudge):
         if not isinstance(entry, Change) or entry.kind not in (POD, CLAIM):
             return
         world = self.facts.world
-        if entry.kind == CLAIM:
-            pods = world.pods_labelled(entry.name)
-        elif entry.event == "DELETED":
-            pods = []
-        else:
-            pods = [entry.name]
+        # A pod that is gone has no label: judging it only closes what it had.
+        pods = world.pods_labelled(entry.name) if entry.kind == CLAIM else [entry.name]
         if entry.kind == POD and prev is not None and claimed_by(prev):
             old = claimed_by(prev)
             if entry.event == "DELETED" or claimed_by(entry.obj) != old:
@@ -49,7 +45,6 @@ class _Judge(DeadlineJudge):
                     (pod, label),
                     start=entry.t,
                     within=self.options.grace,
-                    seq=entry.seq,
                     detail=(pod, label),
                 )
 

@@ -43,25 +43,24 @@ class _Judge(Judge):
 
     def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
         super().__init__(invariant, options, facts)
-        self.epilogue: Marker | None = None
-        self.at_epilogue = State()
+        self.epilogue: tuple[Marker, State] | None = None
+        """The epilogue marker and the objects as of it."""
         self.since: list[Entry] = []
 
     def after(self, entry: Entry, prev: Obj | None) -> None:
         if self.epilogue is not None:
             self.since.append(entry)
         elif isinstance(entry, Marker) and entry.label == "epilogue":
-            self.epilogue = entry
-            self.at_epilogue = self.facts.world.state.copy()
+            self.epilogue = (entry, self.facts.world.state.copy())
 
     def verdict(self, *, now: float | None, final: bool) -> Verdict:
         if not final:
             return self.invariant.skipped("evaluated at settle")
-        epilogue = self.epilogue
-        if epilogue is None:
+        if self.epilogue is None:
             return self.invariant.skipped("no epilogue marker in the history")
+        epilogue, at_epilogue = self.epilogue
         judged_at = min(self.facts.end, epilogue.t + self.options.finalize_timeout)
-        state = self.at_epilogue.copy()
+        state = at_epilogue.copy()
         seq = epilogue.seq
         for entry in self.since:
             if entry.t > judged_at:

@@ -43,9 +43,7 @@ class _Judge(DeadlineJudge):
         self.latest[name] = obj
         desired, replicas, ready = _counts(obj)
         if before is None or _counts(before)[0] != desired:
-            self.deadlines.open(
-                name, start=entry.t, within=self.options.converge_timeout, seq=entry.seq
-            )
+            self.deadlines.open(name, start=entry.t, within=self.options.converge_timeout)
         if replicas == desired and ready == desired:
             self.deadlines.close(name)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mochaos.invariants.base import InvariantBase, Judge
@@ -88,22 +89,20 @@ class _Judge(Judge):
 
     def before(self, entry: Entry) -> None:
         """Judge the deletions whose window ``entry`` closes, oldest first."""
-        while self.pending:
-            head = self.pending[0]
-            if not (head.cleared or head.judged) and entry.t <= head.change.t + self.window:
-                return
-            self.pending.popleft()
-            if not (head.cleared or head.judged):
+        while self.pending and entry.t > self.pending[0].change.t + self.window:
+            head = self.pending.popleft()
+            if not head.cleared:
                 self._judge(head)
 
     def after(self, entry: Entry, prev: Obj | None) -> None:
         if isinstance(entry, ActionRecord):
-            self._ours(entry, amended=False)
+            self._ours(entry)
         elif isinstance(entry, Change) and entry.kind == CLAIM:
             self._claim(entry, prev)
 
     def amend(self, action: ActionRecord) -> None:
-        self._ours(action, amended=True)
+        """The write's resourceVersion is known now: its change was ours."""
+        _clear(self.by_rv.pop(action.write_rv, ()))  # type: ignore[arg-type]
 
     def _claim(self, change: Change, prev: Obj | None) -> None:
         world = self.facts.world
@@ -122,7 +121,7 @@ class _Judge(Judge):
         if not source_pod(change.obj) or self._by_us(change):
             return
         group = claim_set(change.obj)
-        spared = _siblings(world, name, group)
+        spared = _siblings(world, group)
         if not spared:
             return
         deletion = _Deletion(change, group, spared)
@@ -172,33 +171,29 @@ class _Judge(Judge):
             or any(_caused(change, action) for action in self.namespace_deletes)
         )
 
-    def _ours(self, action: ActionRecord, *, amended: bool) -> None:
-        """Clear the deletions this action of ours caused; note a scale intent's target."""
-        cleared: list[_Deletion] = []
-        if action.write_rv is not None:
-            cleared += self.by_rv.pop(action.write_rv, [])
+    def _ours(self, action: ActionRecord) -> None:
+        """Clear the deletions this new action of ours caused; note a scale intent's target."""
+        self.amend(action)
         if action.action == "delete_claim":
             self.deleted_by_us.add(action.name)
-            cleared += self.by_name.pop(action.name, [])
-        elif action.action == "delete_namespace" and not amended:
+            _clear(self.by_name.pop(action.name, ()))
+        elif action.action == "delete_namespace":
             self.namespace_deletes.append(action)
-            cleared += [d for d in self.every if _caused(d.change, action)]
-        elif action.action == "scale_claimset" and action.intent and not amended:
+            _clear(d for d in self.every if _caused(d.change, action))
+        elif action.action == "scale_claimset" and action.intent:
             replicas = action.params.get("replicas")
             if isinstance(replicas, int):
                 self.targets.setdefault(action.name, []).append(replicas)
                 self.ended.setdefault(action.name, set())
-        for deletion in cleared:
-            deletion.cleared = True
 
     # -- verdict ---------------------------------------------------------------------
 
     def verdict(self, *, now: float | None, final: bool) -> Verdict:
         while self.failures and self.failures[0][1].cleared:
             heapq.heappop(self.failures)
-        found = [d for _, d in self.failures[:1]]
+        found = [self.failures[0][1]] if self.failures else []
         for deletion in self.pending:
-            if deletion.cleared or deletion.judged or not deletion.spared:
+            if deletion.cleared or not deletion.spared:
                 continue
             if final or (now is not None and now > deletion.change.t + self.window):
                 found.append(deletion)
@@ -243,14 +238,20 @@ def _caused(change: Change, action: ActionRecord) -> bool:
     return action.t <= change.t
 
 
-def _siblings(world: World, claim: str, group: str) -> set[str]:
-    """Live claims of claim set ``group`` other than ``claim`` that are not migrating."""
+def _clear(deletions: Iterable[_Deletion]) -> None:
+    """Mark deletions as ours."""
+    for deletion in deletions:
+        deletion.cleared = True
+
+
+def _siblings(world: World, group: str) -> set[str]:
+    """Live claims of claim set ``group`` that are not migrating (the deleted one is not live)."""
     if not group:
         return set()
     return {
         name
         for name in world.claims_in_set(group)
-        if name != claim and world.live_claim(name) is not None and not _migrating(world, name)
+        if world.live_claim(name) is not None and not _migrating(world, name)
     }
 
 

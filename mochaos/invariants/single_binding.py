@@ -41,7 +41,6 @@ class SingleBinding(InvariantBase):
 class _Suspect:
     """A change that breaks the invariant unless it turns out to be one of our writes."""
 
-    rv: int
     verdict: Verdict
     cleared: bool = False
 
@@ -64,7 +63,7 @@ class _Judge(Judge):
         ):
             verdict = self._judge(entry)
             if verdict is not None:
-                suspect = _Suspect(entry.rv, verdict)
+                suspect = _Suspect(verdict)
                 self.suspects.append(suspect)
                 self.by_rv.setdefault(entry.rv, []).append(suspect)
 
@@ -74,7 +73,7 @@ class _Judge(Judge):
 
     def amend(self, action: ActionRecord) -> None:
         """Our write's change is not the operator's: clear it."""
-        for suspect in self.by_rv.pop(action.write_rv, ()) if action.write_rv is not None else ():
+        for suspect in self.by_rv.pop(action.write_rv, ()):  # type: ignore[arg-type]
             suspect.cleared = True
 
     def verdict(self, *, now: float | None, final: bool) -> Verdict:

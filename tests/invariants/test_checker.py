@@ -168,3 +168,14 @@ def test_an_empty_checker_and_a_subset_of_invariants():
     checker = Checker(CheckOptions(), (get("retry-budget"), get("no-leaked-pods")))
     assert [v.status for v in checker.verdicts(final=True)] == ["pass", "skipped"]
     assert checker.in_flight(0) == [] and checker.end == 0.0
+
+
+def test_feed_and_verdicts_judge_the_running_history_not_the_settled_one():
+    b = HistoryBuilder()
+    b.pod("B", phase="Bound")  # a disagreement only settle judges
+    checker = Checker(CheckOptions())
+    assert checker.feed(b.entries) == []
+    assert [v.status for v in checker.verdicts()].count("fail") == 0
+    assert [v.invariant for v in checker.verdicts(final=True) if v.failed] == [
+        "pod-claim-agreement"
+    ]

@@ -3,8 +3,12 @@
 from mochaos.invariants.facts import (
     Facts,
     World,
+    claim_phase,
     claim_refs,
     claim_set,
+    claimed_by,
+    finalizers,
+    pod_phase,
     source_pod,
     spec_pod,
     store_pod,
@@ -83,3 +87,29 @@ def test_world_indexes_claims_by_claim_set():
     assert world.claims_in_set("S1") == set()
     assert world.claims_in_set("S2") == {"Y", "Z"}
     assert world.claims_in_set("S3") == set()
+
+
+def test_absent_fields_read_as_empty():
+    for read in (spec_pod, source_pod, store_pod, claim_phase, claimed_by, pod_phase, claim_set):
+        assert read({}) == ""
+        assert read({"spec": None, "status": None, "metadata": None}) == ""
+    owner = {"kind": "CNClaimSet", "controller": True}
+    assert claim_set({"metadata": {"ownerReferences": [owner]}}) == ""
+    assert finalizers({}) == []
+
+
+def test_holders_by_label_only_and_by_spec_only():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    b.pod("A", claimed_by="W")  # W holds A by label alone
+    b.claim("W", pod="Q", phase="Bound")
+    b.claim("V", pod="A")  # V holds A by spec alone
+    b.pod("Q", phase="Idle")
+    world = World()
+    for change in b.build().changes():
+        world.apply(change)
+    assert world.holders("A", besides="X") == ["V", "W"]
+    assert world.holders("A", besides="W") == ["V", "X"]
+    assert world.holders("Q", besides="X") == ["W"]
+    assert world.holders("Z", besides="X") == []
+    assert world.live_claim("") is None

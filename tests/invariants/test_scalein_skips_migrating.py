@@ -225,3 +225,136 @@ def test_a_scale_of_another_set_does_not_count():
     b.scale("S2", 5)
     b.at(30.2).claim("X", deleting=True)
     assert running(b) == "pass"
+
+
+# -- the window, our own writes, and which deletion is reported --------------------------
+
+
+def test_the_window_is_five_seconds_at_time_scale_one():
+    b = migrating_set()
+    b.at(30).claim("X", deleting=True)
+    b.at(35).claim("Y", deleting=True)  # on the window's edge: still in it
+    ticks(b, 36, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+    b = migrating_set()
+    b.at(30).claim("X", deleting=True)
+    b.at(35.5).claim("Y", deleting=True)
+    ticks(b, 36, 50)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.message.endswith("non-migrating CNClaim Y of claim set S1 was kept")
+
+
+def test_running_verdicts_wait_until_now_is_past_the_window():
+    b = migrating_set()
+    b.at(30).claim("X", deleting=True)
+    checker = Checker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    assert checker.poll(30.1) == []
+    assert checker.poll(35) == []
+    (late,) = checker.poll(35.1)
+    assert late.violation.t == 30
+
+
+def test_a_deletion_seen_only_as_deleted_counts():
+    b = migrating_set()
+    b.at(30.2).delete("CNClaim", "X")  # no finalizer: gone at once
+    ticks(b, 31, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "fail"
+
+
+def test_a_deletion_counts_once_at_its_first_deleting_change():
+    b = migrating_set()
+    b.at(30.2).claim("X", deleting=True)
+    b.at(31).claim("Y", deleting=True)
+    b.at(38).claim("V", pod="E", phase="Bound", store="E", claimset="S1")
+    b.at(40).claim("X", finalizers=[])  # X still deleting; V was not there to spare
+    ticks(b, 41, 60)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_deletion_is_ours_when_a_record_with_its_version_comes_later():
+    b = migrating_set()
+    gone = b.at(30.2).claim("X", deleting=True)
+    b.at(30.3).action("evict_claim", kind="CNClaim", name="X", write_rv=gone.rv)
+    ticks(b, 31, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_namespace_deletion_at_the_same_version_or_time_is_ours():
+    b = migrating_set()
+    gone = b.at(30.2).claim("X", deleting=True)
+    b.at(30.3).action("delete_namespace", kind="Namespace", name="ns", write_rv=gone.rv)
+    ticks(b, 31, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+    b = migrating_set()
+    b.at(30.2).action("delete_namespace", kind="Namespace", name="ns")
+    b.claim("X", deleting=True)
+    ticks(b, 31, 50)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_the_spared_siblings_are_those_at_judging_time_and_stay_so():
+    b = migrating_set()
+    b.at(29).claim("V", pod="E", phase="Bound", store="E", claimset="S1")
+    b.at(30.2).claim("X", deleting=True)
+    b.at(40).claim("Y", deleting=True)  # after the window: it had been spared
+    ticks(b, 41, 50)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.objects == ("CNClaim/X", "Pod/A", "Pod/B", "CNClaim/V", "CNClaim/Y")
+    assert "non-migrating CNClaim V, Y of claim set S1 was kept" in verdict.violation.message
+
+
+def test_a_migrating_claim_without_a_target_is_reported_with_a_question_mark():
+    b = migrating_set()
+    b.at(20).claim("X", pod=None)
+    b.at(30.2).claim("X", deleting=True)
+    ticks(b, 36, 40)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.objects == ("CNClaim/X", "Pod/A", "CNClaim/Y")
+    assert "while migrating (A -> ?)" in verdict.violation.message
+
+
+def test_the_earliest_deletion_is_reported_whichever_was_confirmed_first():
+    b = migrating_set()
+    b.at(20).claim("W", pod="E", source="F", phase="Bound", claimset="S1")
+    first = b.at(30.2).claim("W", deleting=True)  # no intent yet: waits for its window
+    b.at(31).scale("S1", 2)
+    b.at(31.5).claim("X", deleting=True)  # confirmed at once
+    checker = Checker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    assert checker.verdicts()[0].violation.seq != first.seq
+    assert checker.verdicts(final=True)[0].violation.seq == first.seq
+
+
+def test_a_confirmed_deletion_is_cleared_when_our_own_delete_record_comes_later():
+    b = intent_set()
+    b.at(30.2).claim("X", deleting=True)
+    b.at(30.3).action("delete_claim", kind="CNClaim", name="X")
+    assert running(b) == "pass"
+
+
+def test_a_cleared_deletion_does_not_hide_a_later_one_at_settle():
+    b = migrating_set()
+    b.at(20).claim("W", pod="E", source="F", phase="Bound", claimset="S1")
+    b.at(30.1).claim("W", deleting=True)
+    b.at(30.15).action("delete_claim", kind="CNClaim", name="W")
+    bad = b.at(30.2).claim("X", deleting=True)
+    verdict = evaluate(b.build(), OPTIONS, final=True)[INDEX]
+    assert verdict.violation.seq == bad.seq
+
+
+def test_changes_of_a_sibling_after_the_scale_do_not_count_as_migrations():
+    b = intent_set()
+    b.at(30.1).claim("Y", phase="Bound", store="C2")
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "fail"
+
+
+def test_a_migration_that_ended_and_restarted_counts_once():
+    b = migrating_set()  # its scale was recorded after the write: no intent
+    b.at(5).claim("W", pod="E", phase="Bound", store="E", source="F", claimset="S1")
+    b.at(30).scale("S1", 2)
+    b.at(30.05).claim("W", source=None)
+    b.at(30.1).claim("W", source="F")  # migrating again: X and W are the 2 migrating
+    b.at(30.2).claim("X", deleting=True)
+    assert running(b) == "fail"
