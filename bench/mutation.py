@@ -118,6 +118,9 @@ def _parser() -> figures.Parser:
     p.add_argument("--work", type=Path, default=None, help="scratch folder (default under --out)")
     p.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
     p.add_argument("--show", action="store_true", help="print the diff of every survivor")
+    p.add_argument(
+        "--no-run", action="store_true", help="score the results already in --work again"
+    )
     p.add_argument("--out", type=Path, default=figures.DEFAULT_OUT, help="figures folder")
     return p
 
@@ -128,9 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_id = new_run_id()
     work = args.work or args.out / f"mutation-{run_id}"
     equivalent: dict[str, str] = json.loads(EQUIVALENT.read_text(encoding="utf-8"))
-    prepare(work)
-    print(f"bench: mutating {MUTATED} in {work} (log: {work}/mutmut.log)", file=sys.stderr)
-    mutmut(work, "run", "--max-children", str(args.max_children), log=work / "mutmut.log")
+    if args.no_run:
+        if args.work is None or not (work / "mutants").is_dir():
+            raise UsageError(
+                "--no-run needs the --work folder of an earlier run", hint="e.g. --work /tmp/m"
+            )
+    else:
+        prepare(work)
+        print(f"bench: mutating {MUTATED} in {work} (log: {work}/mutmut.log)", file=sys.stderr)
+        mutmut(work, "run", "--max-children", str(args.max_children), log=work / "mutmut.log")
     results = parse_results(mutmut(work, "results", "--all", "true"))
     if not results:
         raise InfraError("mutmut reported no mutants", hint=f"see {work}/mutmut.log")

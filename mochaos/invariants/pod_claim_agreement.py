@@ -103,7 +103,7 @@ def _claim_offence(world: World, name: str, claim: Obj) -> _Offence | None:
     if world.live_claim(name) is None or claim_phase(claim) != "Bound":
         return None
     pod_name = spec_pod(claim)
-    pod = world.pod(pod_name) if pod_name else None
+    pod = world.pod(pod_name)
     if pod is None:
         what = f"pod {pod_name} does not exist" if pod_name else "it has no spec.podName"
     elif pod_phase(pod) != "Bound":

@@ -90,12 +90,13 @@ def test_every_leak_and_leftover_is_listed():
     b = epilogue(release_b=False, delete_x=False)
     b.at(105).pod("D", phase="Bound")
     b.claim("Y2", finalizers=[])
+    b.claim("X", finalizers=[CLAIM_FINALIZER, "f2"])
     ticks(b, 112, 200, every=10)
     verdict = INVARIANT.check(b.build(), OPTIONS)
     assert verdict.violation.objects == ("Pod/B", "Pod/D", "CNClaim/X", "CNClaim/Y2")
     assert verdict.violation.message == (
         "60s after the epilogue: leaked pods B (Bound), D (Bound); "
-        f"leftover CNClaims X ({CLAIM_FINALIZER}), Y2 (no finalizers)"
+        f"leftover CNClaims X ({CLAIM_FINALIZER}, f2), Y2 (no finalizers)"
     )
     b = epilogue()
     b.at(105).pod("E", phase=None)
