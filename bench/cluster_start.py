@@ -22,7 +22,7 @@ from typing import Any
 
 import figures
 
-from mochaos.cluster import build
+from mochaos.cluster import build, download
 from mochaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import cache_dir
@@ -279,6 +279,7 @@ def cold_build(*, tmp_dir: Path | None) -> dict[str, Any]:
         "MOCHAOS_CACHE": str(root / "cache"),
         "GOCACHE": str(root / "gocache"),
         "GOMODCACHE": str(root / "gomodcache"),
+        download.MODE_ENV: "build",  # a build, even where release binaries could be had
     }
     saved = {k: os.environ.get(k) for k in env}
     events: list[tuple[float, str]] = []

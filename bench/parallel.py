@@ -46,7 +46,7 @@ def run_suites(workers: int, *, out: Path, operator: str, time_scale: float, see
         sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
         "-n", str(workers), "--operator", operator, "--time-scale", str(time_scale),
         "--chaos-seed", str(seed), "--junitxml", str(junit),
-        "--reports-dir", str(out / f"reports-n{workers}"),
+        "--mochaos-reports-dir", str(out / f"reports-n{workers}"),
         *(["-k", keyword] if keyword else []),
     ]  # fmt: skip
     print(f"bench: $ {' '.join(cmd[2:])}", file=sys.stderr, flush=True)

@@ -42,10 +42,20 @@ def _parser() -> argparse.ArgumentParser:
         ("kubeconfig", "print the path of the cluster's kubeconfig"),
     ):
         a = csub.add_parser(name, help=text)
-        a.add_argument("--name", default="mochaos", help="cluster name (default: mochaos)")
+        a.add_argument(
+            "--name",
+            default=None,
+            help="cluster name (default: $MOCHAOS_CLUSTER_NAME, else mochaos)",
+        )
 
     q = sub.add_parser("qualify", help="run the suites N times and give a verdict")
-    q.add_argument("--operator", required=True, help="operator target, e.g. model:upstream")
+    q.add_argument(
+        "--operator",
+        required=True,
+        action="append",
+        help="operator target, e.g. model:upstream; give it twice or more to compare targets "
+        "side by side",
+    )
     q.add_argument(
         "--cluster", default="local", choices=PROVIDERS, help="cluster provider (default: local)"
     )
@@ -90,20 +100,37 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _qualify(args: argparse.Namespace) -> int:
+    import json
+    import re
+
     from mochaos.operator import parse_target
+    from mochaos.report import compare
     from mochaos.report.qualify import qualify
+    from mochaos.report.rundir import new_run_id
 
     # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
-    parse_target(args.operator)
-    return qualify(
-        operator=args.operator,
-        cluster=args.cluster,
-        repeat=args.repeat,
-        keyword=args.keyword,
-        suites=args.suites,
-        out_root=args.reports_dir,
-        extra_args=list(args.pytest_args),
-    )
+    for spec in args.operator:
+        parse_target(spec, {"cluster": args.cluster})
+    if len(args.operator) == 1:
+        return qualify(
+            operator=args.operator[0], cluster=args.cluster, repeat=args.repeat,
+            keyword=args.keyword, suites=args.suites, out_root=args.reports_dir,
+            extra_args=list(args.pytest_args),
+        )  # fmt: skip
+    out = args.reports_dir / f"compare-{new_run_id()}"
+    codes, reports = [], []
+    for i, spec in enumerate(args.operator, 1):
+        root = out / f"{i}-{re.sub(r'[^A-Za-z0-9._-]+', '_', spec)[:60]}"
+        root.mkdir(parents=True)
+        codes.append(qualify(
+            operator=spec, cluster=args.cluster, repeat=args.repeat, keyword=args.keyword,
+            suites=args.suites, out_root=root, extra_args=list(args.pytest_args),
+        ))  # fmt: skip
+        reports += [json.loads(p.read_text()) for p in root.glob("qual-*/qualification.json")]
+    table = compare.write(out, reports)
+    print(table.read_text(), end="")
+    print(f"qualify: comparison {table}", flush=True)
+    return compare.worst(codes)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -26,12 +26,12 @@ def new_api_client(
     if not Path(kubeconfig).is_file():
         raise UsageError(
             f"kubeconfig {kubeconfig} not found",
-            hint="pass an existing file with --kubeconfig or start the local cluster",
+            hint="pass an existing file with --mochaos-kubeconfig or start the local cluster",
         )
     try:
         api = config.new_client_from_config(config_file=str(kubeconfig), context=context)
     except config.ConfigException as err:
-        raise UsageError(f"kubeconfig {kubeconfig}: {err}", hint="check --context") from err
+        raise UsageError(f"kubeconfig {kubeconfig}: {err}", hint="check --mochaos-context") from err
     api.user_agent = user_agent
     api.configuration.retries = 0
     return api

@@ -1,161 +1,228 @@
-"""The pytest plugin: options, fixtures, markers and report hooks — thin by design.
+"""The pytest plugin: it only wires pytest to the layers below.
 
-Fixtures: ``cluster`` (session), ``kube`` (session API client), ``namespace``
-(fresh, labelled with the run id, deleted after the test), ``operator_target``
-(session: installed once), ``operator`` (started per test namespace). Everything
-else lives in the layers; this module only wires them to pytest.
+Options come from :mod:`mochaos.config` (one table: option, ini key, environment
+variable, default), checked once in ``pytest_configure``; fixtures hand out the
+cluster, a test namespace, the operator under test and a scenario; report hooks
+classify outcomes (an infrastructure error is never an operator verdict) and print
+one line per scenario. Fixtures: ``mochaos`` (the run's settings), ``cluster``,
+``kube``, ``namespace``, ``operator_target``, ``operator``, ``recorder``, ``scenario``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
 import signal
-import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from mochaos import runstate
-from mochaos.cleanup import delete_namespace
-from mochaos.cluster import PROVIDERS, make_provider
-from mochaos.errors import InfraError, MochaosError, UsageError
-from mochaos.invariants.options import (
-    FINALIZE_TIMEOUT,
-    MIGRATION_TIMEOUT,
-    RETRY_BUDGET,
-    TIME_SCALE,
-    run_options,
-)
+from mochaos import namespaces, progress, runstate
+from mochaos.config import SETTINGS, RunConfig, resolve
+from mochaos.errors import Inconclusive, MochaosError, UsageError
 from mochaos.kube import check_reachable, new_api_client
-from mochaos.types import (
-    RUN_ID_LABEL,
-    CheckOptions,
-    Cluster,
-    ClusterProvider,
-    OperatorTarget,
-    RunningOperator,
-)
+from mochaos.types import Cluster, ClusterProvider, OperatorTarget, RunningOperator
+
+CONFIG_KEY = pytest.StashKey[RunConfig]()
+SINK_KEY = pytest.StashKey[progress.Sink]()
+FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
+SIGINT_KEY = pytest.StashKey[Any]()
+ERROR_ATTR = "mochaos_error"
+"""Set on a test report whose call phase ended in an infrastructure or usage error."""
+
+TEARDOWN_GRACE = 5.0
+"""Seconds the namespace may still take once the operator stopped, before mo-chaos
+releases the finalizers left in it."""
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """The mo-chaos options of one pytest run, parsed once."""
-
-    run_id: str
-    cluster: str
-    kubeconfig: Path | None
-    context: str | None
-    allow_contexts: tuple[str, ...]
-    keep_cluster: bool
-    operator: str
-    time_scale: float
-    finalize_timeout: float
-    retry_budget: int
-    migration_timeout: float
-    chaos_seed: int
-    reports_dir: Path
-    image_options: dict[str, object]
-
-    def check_options(self) -> CheckOptions:
-        """Invariant thresholds in wall seconds (operator-time values scaled)."""
-        return run_options(
-            time_scale=self.time_scale,
-            finalize_timeout=self.finalize_timeout,
-            retry_budget=self.retry_budget,
-            migration_timeout=self.migration_timeout,
-        )
+# -- options and configuration ---------------------------------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register the mo-chaos options."""
-    g = parser.getgroup("mo-chaos", "mo-chaos chaos testing of the MatrixOne operator")
-    g.addoption(
-        "--cluster",
-        default="local",
-        choices=PROVIDERS,
-        help="cluster provider: local (embedded, default), kind, existing",
+    """Register every mo-chaos setting as an option and an ini key (see mochaos.config)."""
+    groups = {
+        "run": parser.getgroup("mochaos", "mo-chaos: chaos tests of the MatrixOne operator"),
+        "kind": parser.getgroup("mochaos-kind", "mo-chaos: the kind path"),
+    }
+    for s in SETTINGS:
+        help_text = f"{s.help} [ini {s.ini}, env {s.env}]"
+        if s.switch:
+            groups[s.group].addoption(s.flag, action="store_true", default=False, help=help_text)
+        elif s.repeat:
+            groups[s.group].addoption(s.flag, action="append", default=[], help=help_text)
+        else:
+            groups[s.group].addoption(
+                s.flag, default=None, help=help_text, choices=s.choices or None,
+                type=None if s.parse is str else s.parse,
+            )  # fmt: skip
+        parser.addini(s.ini, help=s.help, default=None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config) -> Any:
+    """Run the suites' scenarios concurrently by default: they wait far more than they
+    compute. ``-n`` (``-n 0`` for one at a time) or ``-p no:xdist`` keep the user's choice."""
+    if (
+        getattr(config.option, "numprocesses", "absent") is None
+        and getattr(config, "workerinput", None) is None
+        and not config.getoption("collectonly")
+        and _runs_suites(config)
+    ):
+        try:
+            workers = _setting_now(config, "workers")
+        except UsageError:
+            workers = 0  # pytest_configure reports the bad value
+        if workers and workers > 1:
+            config.option.numprocesses = workers
+    return (yield)
+
+
+def _runs_suites(config: pytest.Config) -> bool:
+    """True when the run collects (some of) the packaged suites."""
+    from mochaos.cli import SUITES
+
+    suites = SUITES.resolve()
+    for arg in config.args:
+        target = arg.split("::", 1)[0]
+        if config.option.pyargs and target.startswith("mochaos.suites"):
+            return True
+        path = (Path(config.invocation_params.dir) / target).resolve()
+        if path == suites or suites in path.parents:
+            return True
+    return False
+
+
+def _setting_now(config: pytest.Config, name: str) -> Any:
+    """One setting read before ``pytest_configure`` (option, environment, ini, default)."""
+    from mochaos.config import SETTING_BY_NAME, resolve_one
+
+    return resolve_one(
+        SETTING_BY_NAME[name], option=lambda s: _option(config, s),
+        ini=lambda s: config.getini(s.ini),
+    )  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Read and check the settings once (bad input: one line, exit 4), register markers."""
+    config.addinivalue_line("markers", "scenario: a chaos scenario against an operator target")
+    config.addinivalue_line(
+        "markers", "model_only(reason): needs the reference model; skipped on real operators"
     )
-    g.addoption("--kubeconfig", type=Path, default=None, help="kubeconfig for --cluster=existing")
-    g.addoption("--context", default=None, help="kubeconfig context for --cluster=existing")
-    g.addoption(
-        "--allow-context",
-        action="append",
-        default=[],
-        help="a context --cluster=existing may use (repeatable); others are refused",
-    )
-    g.addoption("--keep-cluster", action="store_true", help="kind: keep the cluster afterwards")
-    g.addoption(
-        "--operator",
-        default="model:upstream",
-        help="operator target: model:<profile>, binary:<path>, image:<ref>, installed",
-    )
-    g.addoption(
-        "--time-scale",
-        type=float,
-        default=TIME_SCALE,
-        help="multiply the model's operator intervals and our thresholds (default 1.0)",
-    )
-    g.addoption(
-        "--finalize-timeout",
-        type=float,
-        default=FINALIZE_TIMEOUT,
-        help="seconds a deleting CNClaim may take (operator time, default 60)",
-    )
-    g.addoption(
-        "--retry-budget",
-        type=int,
-        default=RETRY_BUDGET,
-        help="finalize retries allowed per claim in the finalize window (default 10)",
-    )
-    g.addoption(
-        "--migration-timeout",
-        type=float,
-        default=MIGRATION_TIMEOUT,
-        help="seconds a migration may take to end (operator time, default 120)",
-    )
-    g.addoption(
-        "--chaos-seed",
-        type=int,
-        default=None,
-        help="seed for every random choice (printed on failure to replay a run)",
-    )
-    g.addoption(
-        "--reports-dir",
-        type=Path,
-        default=Path("reports"),
-        help="root of the run reports (default: reports/)",
-    )
-    g.addoption(
-        "--mo-image",
-        default=None,
-        help="image: targets: MatrixOne image for the pool (default matrixone:1.2.3)",
-    )
-    g.addoption(
-        "--minio",
-        default="auto",
-        choices=("auto", "docker", "in-cluster"),
-        help="image: targets: where MatrixOne's object storage runs (default auto)",
-    )
-    g.addoption("--chart-repo", default=None, help="image: targets: Helm repository URL")
-    g.addoption("--chart-version", default=None, help="image: targets: chart version")
-    g.addoption(
-        "--chart-path",
-        type=Path,
-        default=None,
-        help="image: targets: a local chart directory instead of the repository",
+    workerinput = getattr(config, "workerinput", None)
+    run_id = workerinput["mochaos_run_id"] if workerinput else _new_run_id()
+    try:
+        cfg = resolve(
+            run_id=run_id,
+            option=lambda s: _option(config, s),
+            ini=lambda s: config.getini(s.ini),
+            seed=lambda: secrets.randbelow(2**31),
+        )
+        if workerinput:
+            cfg = _with_seed(cfg, workerinput["mochaos_seed"])
+        from mochaos.operator import parse_target
+
+        parse_target(cfg.operator, cfg.target_options())
+        _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
+    except UsageError as err:
+        raise pytest.UsageError(f"mo-chaos: {err}") from None
+    config.stash[CONFIG_KEY] = cfg
+    _start_progress(config, cfg, worker=workerinput is not None)
+    if threading.current_thread() is threading.main_thread():
+        config.stash[SIGINT_KEY] = signal.signal(signal.SIGINT, _on_sigint)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Restore the SIGINT handler and stop the progress output."""
+    previous = config.stash.get(SIGINT_KEY, None)
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
+    follower = config.stash.get(FOLLOWER_KEY, None)
+    if follower is not None:
+        follower.stop()
+    sink = config.stash.get(SINK_KEY, None)
+    if sink is not None:
+        progress.uninstall(sink)
+
+
+def _make_provider(cfg: RunConfig) -> ClusterProvider:
+    from mochaos.cluster import make_provider
+
+    return make_provider(
+        cfg.cluster,
+        kubeconfig=cfg.kubeconfig,
+        context=cfg.context,
+        allow_contexts=cfg.allow_context,
+        keep_cluster=cfg.keep_cluster,
     )
 
+
+def _option(config: pytest.Config, s: Any) -> Any:
+    value = config.getoption(s.flag.lstrip("-").replace("-", "_"))
+    return tuple(w for v in value for w in v.replace(",", " ").split()) if s.repeat else value
+
+
+def _with_seed(cfg: RunConfig, seed: int) -> RunConfig:
+    from dataclasses import replace
+
+    return replace(cfg, chaos_seed=seed)
+
+
+def _new_run_id() -> str:
+    from mochaos.report.rundir import new_run_id
+
+    return new_run_id()
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    """The run's checked mo-chaos settings."""
+    return config.stash[CONFIG_KEY]
+
+
+def _progress_file(cfg: RunConfig) -> Path:
+    from mochaos.paths import state_dir
+
+    return state_dir() / "runs" / f"{cfg.run_id}.progress"
+
+
+def _start_progress(config: pytest.Config, cfg: RunConfig, *, worker: bool) -> None:
+    """Live lines: to the terminal, or from a worker through a file the controller follows."""
+    verbose = config.getoption("capture") == "no" or config.getoption("verbose") > 0
+    if worker:
+        path = _progress_file(cfg)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stream = path.open("a", encoding="utf-8", buffering=1)
+        wid = config.workerinput["workerid"]  # type: ignore[attr-defined]
+        sink = progress.Sink(stream, prefix=f" [{wid}]", verbose=verbose)
+    else:
+        sink = progress.Sink(progress.terminal_stream(), verbose=verbose)
+        if (getattr(config.option, "numprocesses", None) or 0) not in (0, None):
+            follower = progress.Follower(_progress_file(cfg), progress.terminal_stream())
+            follower.start()
+            config.stash[FOLLOWER_KEY] = follower
+    # With live logging on, pytest prints our records itself.
+    if config.getoption("log_cli_level", None) and not worker:
+        sink.setLevel(progress.logging.CRITICAL + 1)
+    config.stash[SINK_KEY] = progress.install(sink)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Give every xdist worker the controller's run id and seed."""
+    cfg = run_config(node.config)
+    node.workerinput["mochaos_run_id"] = cfg.run_id
+    node.workerinput["mochaos_seed"] = cfg.chaos_seed
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------
 
 _INTERRUPTED = threading.Event()
 """Set by Ctrl-C. A library may swallow the KeyboardInterrupt (the kubernetes client's
 pydantic-core validators, built on each API method's first call, drop one raised while
-they build), so the plugin raises it again at the end of the test phase."""
+they build), so the plugin raises it again at the end of each test phase."""
 
 
 def _on_sigint(signum: int, frame: object) -> None:
@@ -163,103 +230,119 @@ def _on_sigint(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _honour_interrupt() -> None:
-    if _INTERRUPTED.is_set():
-        raise KeyboardInterrupt
-
-
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item):
-    """Stop the session after a Ctrl-C a library swallowed during setup."""
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    """Record the test's phases from its set-up on; re-raise a swallowed Ctrl-C."""
+    progress.begin_test(item.nodeid)
     try:
         return (yield)
     finally:
-        _honour_interrupt()
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
-    """Stop the session after a Ctrl-C a library swallowed during the test."""
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Re-raise a Ctrl-C a library swallowed during the test."""
     try:
         return (yield)
     finally:
-        _honour_interrupt()
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Parse options once (usage errors stop the run) and register markers."""
-    config.addinivalue_line("markers", "scenario: a chaos scenario against an operator target")
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _on_sigint)
-    config.addinivalue_line("markers", "model_only: needs the reference model (model: targets)")
-    workerinput = getattr(config, "workerinput", None)
-    run_id = workerinput["mochaos_run_id"] if workerinput else _new_run_id()
-    opt = config.getoption
-    if opt("time_scale") <= 0:
-        raise pytest.UsageError("--time-scale must be > 0")
-    seed = opt("chaos_seed")
-    config.mochaos = RunConfig(  # type: ignore[attr-defined]
-        run_id=run_id,
-        cluster=opt("cluster"),
-        kubeconfig=opt("kubeconfig"),
-        context=opt("context"),
-        allow_contexts=tuple(opt("allow_context")),
-        keep_cluster=opt("keep_cluster"),
-        operator=opt("operator"),
-        time_scale=opt("time_scale"),
-        finalize_timeout=opt("finalize_timeout"),
-        retry_budget=opt("retry_budget"),
-        migration_timeout=opt("migration_timeout"),
-        chaos_seed=seed if seed is not None else secrets.randbelow(2**31),
-        reports_dir=opt("reports_dir"),
-        image_options={
-            "mo_image": opt("mo_image"),
-            "minio": opt("minio"),
-            "chart_repo": opt("chart_repo"),
-            "chart_version": opt("chart_version"),
-            "chart_path": opt("chart_path"),
-            "run_id": run_id,
-        },
-    )
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    """Summarise the test's phases in its report."""
+    try:
+        return (yield)
+    finally:
+        log = progress.end_test()
+        if log is not None and log.records:
+            item.add_report_section("teardown", "mo-chaos phases", log.summary())
 
 
-def _is_controller(config: pytest.Config) -> bool:
-    return getattr(config, "workerinput", None) is None
+# -- outcomes ----------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Infrastructure/usage errors are errors (with the phase they happened in), a fault
+    that missed its window is inconclusive (a skip), never an operator verdict."""
+    report = yield
+    exc = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(exc, MochaosError):
+        kind = "usage error" if isinstance(exc, UsageError) else "infrastructure error"
+        where = getattr(exc, "mochaos_phase", None) or progress.current_phase()
+        report.longrepr = f"mo-chaos {kind} in phase '{where}': {exc}"
+        setattr(report, ERROR_ATTR, where)
+    elif isinstance(exc, Inconclusive):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
+    if report.when == "call":
+        item.stash[_REPORT_KEY] = report
+    elif report.when == "setup" and report.failed and "scenario" in item.fixturenames:
+        _write_setup_error(item, report)
+    return report
+
+
+def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A scenario that never started still gets a result (outcome error) in the run."""
+    from mochaos.report.summary import write_result
+    from mochaos.report.testreport import error_result
+
+    cfg = run_config(item.config)
+    result = error_result(
+        item.nodeid, outcome="error", message=_longrepr_text(report),
+        phase=getattr(report, ERROR_ATTR, "") or progress.current_phase(),
+        operator_target=cfg.operator, cluster_provider=cfg.cluster, seed=cfg.chaos_seed,
+    )  # fmt: skip
+    write_result(_test_folder(item, cfg), result)
+
+
+_REPORT_KEY = pytest.StashKey[pytest.TestReport]()
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A mo-chaos error in the test's call shows as an error, not as a failure."""
+    if report.when == "call" and report.failed and getattr(report, ERROR_ATTR, None):
+        return "error", "E", "ERROR"
+    return None
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller merges every test's result into the run's summary.json."""
-    if not _is_controller(session.config):
+    """The controller merges every test's result into the run's summary.json and index."""
+    if getattr(session.config, "workerinput", None) is not None:
         return
-    from mochaos.report.summary import merge_summary
+    cfg = session.config.stash.get(CONFIG_KEY, None)
+    if cfg is None or not cfg.run_dir.is_dir():
+        return
+    from mochaos.report.index import write_index
+    from mochaos.report.summary import merge_summary, read_results
 
-    cfg = run_config(session.config)
-    run_dir = cfg.reports_dir / cfg.run_id
-    if run_dir.is_dir():
-        merge_summary(run_dir, meta=_summary_meta(run_dir, cfg))
+    first = next(iter(read_results(cfg.run_dir)), {})
+    merge_summary(
+        cfg.run_dir,
+        meta={
+            "operator_target": cfg.operator,
+            "operator_version": first.get("operator_version", ""),
+            "cluster_provider": cfg.cluster,
+            "k8s_version": first.get("k8s_version", ""),
+            "seed": str(cfg.chaos_seed),
+        },
+    )
+    write_index(cfg.run_dir, title=f"mo-chaos run {cfg.run_id} — {cfg.operator}")
 
 
-def _summary_meta(run_dir: Path, cfg: RunConfig) -> dict[str, str]:
-    from mochaos.report.summary import read_results
-
-    first = next(iter(read_results(run_dir)), {})
-    return {
-        "operator_target": cfg.operator,
-        "operator_version": first.get("operator_version", ""),
-        "cluster_provider": cfg.cluster,
-        "k8s_version": first.get("k8s_version", ""),
-        "seed": str(cfg.chaos_seed),
-    }
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """One line per scenario: outcome, failed invariants, max finalize retries, timeline."""
+    cfg = config.stash.get(CONFIG_KEY, None)
+    if cfg is None or not cfg.run_dir.is_dir():
+        return
     from mochaos.report.summary import read_results, terminal_line
     from mochaos.types import ScenarioResult
 
-    cfg = run_config(config)
-    run_dir = cfg.reports_dir / cfg.run_id
-    results = read_results(run_dir) if run_dir.is_dir() else []
+    results = read_results(cfg.run_dir)
     if not results:
         return
     terminalreporter.section("mo-chaos verdicts")
@@ -267,45 +350,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         result = ScenarioResult.from_dict(data)
         timeline = result.artifacts.get("timeline_md")
         terminalreporter.write_line(terminal_line(result, Path(timeline) if timeline else None))
-    terminalreporter.write_line(f"reports: {run_dir} (seed {cfg.chaos_seed})")
+    terminalreporter.write_line(f"reports: {cfg.run_dir / 'index.html'} (seed {cfg.chaos_seed})")
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
-    """Give every xdist worker the controller's run id."""
-    node.workerinput["mochaos_run_id"] = node.config.mochaos.run_id
-
-
-def _new_run_id() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-
-
-def run_config(config: pytest.Config) -> RunConfig:
-    """The parsed mo-chaos options of this run."""
-    return config.mochaos  # type: ignore[attr-defined,no-any-return]
-
-
-# -- fixtures -----------------------------------------------------------------
+# -- fixtures -----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def mochaos(pytestconfig: pytest.Config) -> RunConfig:
-    """The run's parsed mo-chaos options."""
+    """The run's checked mo-chaos settings."""
     return run_config(pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
-    """The ``--cluster`` provider; a kind cluster is removed at the end unless kept."""
-    provider = make_provider(
-        mochaos.cluster,
-        kubeconfig=mochaos.kubeconfig,
-        context=mochaos.context,
-        allow_contexts=mochaos.allow_contexts,
-        keep_cluster=mochaos.keep_cluster,
-    )
+    """The ``--mochaos-cluster`` provider; a kind cluster is removed at the end unless kept."""
+    provider = _make_provider(mochaos)
     yield provider
     # The local cluster stays up for the next run (warm start); xdist workers share
     # clusters, so only a single-process run may remove a kind cluster.
@@ -314,21 +374,17 @@ def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
 
 
 @pytest.fixture(scope="session")
-def cluster(cluster_provider: ClusterProvider, pytestconfig: pytest.Config) -> Cluster:
-    """A running cluster from the chosen provider (built and started on first use).
-
-    Output capture is lifted meanwhile, so a first build's progress shows live.
-    """
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+def cluster(cluster_provider: ClusterProvider) -> Cluster:
+    """A running cluster from the chosen provider (built and started on first use)."""
+    with progress.phase("cluster"):
         started = cluster_provider.up()
-        for line in runstate.reap(_delete_namespace_quietly):
-            print(f"mo-chaos: {line}", file=sys.stderr)
+        for line in runstate.reap(_reap_namespace):
+            progress.announce(line)
     return started
 
 
 @pytest.fixture(scope="session")
-def kube(cluster: Cluster) -> Iterator:
+def kube(cluster: Cluster) -> Iterator[Any]:
     """A kubernetes ApiClient bound to the cluster (user agent mochaos/test)."""
     api = new_api_client(cluster.kubeconfig, user_agent="mochaos/test", context=cluster.context)
     check_reachable(api)
@@ -337,21 +393,21 @@ def kube(cluster: Cluster) -> Iterator:
 
 
 @pytest.fixture
-def namespace(request: pytest.FixtureRequest, kube, cluster: Cluster, mochaos: RunConfig):
-    """A fresh namespace labelled with the run id; deleted after the test."""
-    from kubernetes import client
-
-    name = _namespace_name(request.node.name)
-    core = client.CoreV1Api(kube)
-    body = {"metadata": {"name": name, "labels": {RUN_ID_LABEL: mochaos.run_id}}}
-    core.create_namespace(body)
+def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mochaos: RunConfig):
+    """A fresh namespace labelled with the run id; deleted after the test, and what had to be
+    cleaned up by force reported with the test's result."""
+    name = namespace_name(request.node.name)
+    namespaces.create(kube, name, run_id=mochaos.run_id)
     runstate.register_namespace(name, cluster.kubeconfig, cluster.context)
-    _wait_default_service_account(core, name)
     yield name
     try:
-        delete_namespace(kube, name)
+        findings = namespaces.delete(kube, name, grace=TEARDOWN_GRACE)
     finally:
         runstate.unregister_namespace(name)
+    if findings:
+        from mochaos.report.testreport import add_findings
+
+        add_findings(_test_folder(request.node, mochaos), [str(f) for f in findings])
 
 
 @pytest.fixture(scope="session")
@@ -361,109 +417,44 @@ def operator_target(
     """The ``--operator`` target: its images loaded, installed once for the session."""
     from mochaos.operator import parse_target
 
-    target = parse_target(
-        mochaos.operator, time_scale=mochaos.time_scale, image_options=mochaos.image_options
-    )
-    for ref in getattr(target, "images", ()):
-        cluster_provider.load_image(ref)
-    target.install(cluster)
+    target = parse_target(mochaos.operator, mochaos.target_options())
+    with progress.phase("operator install"):
+        for ref in target.images:
+            cluster_provider.load_image(ref)
+        target.install(cluster)
     yield target
-    close = getattr(target, "close", None)
-    if close is not None:
-        close()
+    target.close()
 
 
 @pytest.fixture
 def operator(
-    operator_target: OperatorTarget, cluster: Cluster, namespace: str, tmp_path: Path
+    request: pytest.FixtureRequest,
+    operator_target: OperatorTarget,
+    cluster: Cluster,
+    kube: Any,
+    namespace: str,
+    tmp_path: Path,
 ) -> Iterator[RunningOperator]:
-    """The operator target started for this test's namespace; stopped afterwards."""
-    running = operator_target.start(cluster, namespace, tmp_path)
+    """The operator target started for this test's namespace.
+
+    At teardown the namespace is deleted while the operator still runs, so it finalizes
+    its own objects; only then is the operator stopped.
+    """
+    marker = request.node.get_closest_marker("model_only")
+    if marker is not None and not operator_target.time_scaled:
+        pytest.skip(f"model only: {marker.args[0] if marker.args else marker.kwargs}")
+    with progress.phase("operator start"):
+        running = operator_target.start(cluster, namespace, tmp_path)
     yield running
-    running.stop()
-
-
-def _namespace_name(test_name: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    prefix = f"mc-{worker}-" if worker else "mc-"
-    suffix = "-" + secrets.token_hex(2)
-    return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
-
-
-def _wait_default_service_account(core, namespace: str, timeout: float = 20.0) -> None:
-    """Pods are refused until the controller-manager created the default ServiceAccount."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        accounts = core.list_namespaced_service_account(namespace).items
-        if any(a.metadata.name == "default" for a in accounts):
-            return
-        time.sleep(0.05)
-    raise InfraError(
-        f"namespace {namespace}: no default ServiceAccount after {timeout:.0f}s",
-        hint="kube-controller-manager is not working; check the cluster's logs",
-    )
-
-
-def _delete_namespace_quietly(namespace: str, kubeconfig: Path, context: str | None) -> None:
-    api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
-        delete_namespace(api, namespace)
+        if namespaces.request_delete(kube, namespace):
+            namespaces.wait_gone(kube, namespace, timeout=running.waits.teardown)
     finally:
-        api.close()
-
-
-# -- error classification -----------------------------------------------------------
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Classify outcomes: infrastructure/usage errors are errors, missed faults inconclusive."""
-    from mochaos.errors import Inconclusive
-
-    report = yield
-    exc = call.excinfo.value if call.excinfo is not None else None
-    if isinstance(exc, MochaosError):
-        kind = "usage error" if isinstance(exc, UsageError) else "infrastructure error"
-        report.longrepr = f"mo-chaos {kind}: {exc}"
-        if call.when == "call":
-            # An infrastructure failure is never an operator verdict: show it as an error.
-            report.when = "setup"  # type: ignore[misc]
-    elif isinstance(exc, Inconclusive):
-        report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
-    if call.when == "call":
-        item.mochaos_call = (report, exc)  # type: ignore[attr-defined]
-    elif call.when == "setup" and report.failed and "scenario" in item.fixturenames:
-        _write_setup_error(item, report)
-    return report
-
-
-def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
-    """A scenario that never started still gets a result (outcome error) in the run."""
-    from mochaos.report.rundir import create_run_dir, test_dir
-    from mochaos.report.summary import write_result
-    from mochaos.types import ScenarioResult
-
-    cfg = run_config(item.config)
-    result = ScenarioResult(
-        nodeid=item.nodeid,
-        outcome="error",
-        operator_target=cfg.operator,
-        cluster_provider=cfg.cluster,
-        seed=cfg.chaos_seed,
-        message=str(report.longrepr).strip().splitlines()[-1][:500] if report.longrepr else "",
-    )
-    write_result(test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid), result)
-
-
-# -- scenarios ----------------------------------------------------------------------
+        running.stop()
 
 
 @pytest.fixture
-def recorder(cluster: Cluster, namespace: str) -> Iterator:
+def recorder(cluster: Cluster, namespace: str) -> Iterator[Any]:
     """The namespace's recorder (watches claims, sets, pools, pods, events)."""
     from mochaos.observe.recorder import Recorder
 
@@ -481,17 +472,14 @@ def scenario(
     cluster: Cluster,
     namespace: str,
     operator: RunningOperator,
-    recorder,
+    recorder: Any,
     mochaos: RunConfig,
-) -> Iterator:
-    """A chaos scenario bound to this test's namespace, recorder and operator."""
+) -> Iterator[Any]:
+    """A chaos scenario bound to this test's namespace, recorder and operator; its reports
+    are written when the test ends, whatever its outcome."""
     from mochaos.scenario.engine import RunInfo, Scenario
 
     recorder.follow_operator(operator)
-    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/chaos", context=cluster.context)
-    agent_api = new_api_client(
-        cluster.kubeconfig, user_agent="mochaos/agent", context=cluster.context
-    )
     run = RunInfo(
         run_id=mochaos.run_id,
         seed=mochaos.chaos_seed,
@@ -503,86 +491,83 @@ def scenario(
         audit_log=cluster.audit_log,
     )
     sc = Scenario(
-        api,
-        agent_api=agent_api,
-        namespace=namespace,
-        recorder=recorder,
-        operator=operator,
-        run=run,
+        cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
         nodeid=request.node.nodeid,
-        on_result=lambda result: _attach_result(request.node, result),
-    )
-    request.node.mochaos_scenario = sc
+    )  # fmt: skip
     yield sc
     sc.close()
     recorder.stop()
-    api.close()
-    agent_api.close()
     _write_reports(request.node, sc, cluster, namespace, mochaos)
 
 
-def _write_reports(item: pytest.Item, sc, cluster: Cluster, namespace: str, cfg: RunConfig) -> None:
-    """Write history, timeline, artifacts and result.json into the test's report folder."""
-    from mochaos.report.artifacts import write_artifacts, write_timeline
-    from mochaos.report.rundir import create_run_dir, test_dir
-    from mochaos.report.summary import write_result
-    from mochaos.types import ScenarioResult
+def _write_reports(
+    item: pytest.Item, sc: Any, cluster: Cluster, namespace: str, cfg: RunConfig
+) -> None:
+    """The one place a scenario test's folder is written."""
+    from mochaos.report.junit import attachment_line, junit_properties
+    from mochaos.report.testreport import error_result, write_test_reports
 
     result = sc.result
     if result is None:
-        call, exc = getattr(item, "mochaos_call", (None, None))
-        result = ScenarioResult(
-            nodeid=item.nodeid,
-            outcome=_outcome_of(call, exc),
+        report = item.stash.get(_REPORT_KEY, None)
+        result = error_result(
+            item.nodeid,
+            outcome=_outcome_of(report),
+            message=_longrepr_text(report),
+            phase=getattr(report, ERROR_ATTR, "") or "",
             operator_target=sc.run.operator_target,
             operator_version=sc.run.operator_version,
             cluster_provider=sc.run.cluster_provider,
             k8s_version=sc.run.k8s_version,
             seed=sc.run.seed,
-            message=_longrepr_text(call),
         )
-    folder = test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid)
-    history = sc.recorder.history()
-    operator_log = getattr(sc.operator, "log_path", None)
-    meta = {
-        "operator": f"{result.operator_target} ({result.operator_version})",
-        "cluster": f"{result.cluster_provider} {result.k8s_version}",
-        "outcome": result.outcome,
-        "seed": str(result.seed),
-        "namespace": namespace,
-    }
-    result.artifacts.update(write_timeline(folder, history, result.verdicts,
-                                           title=item.nodeid, meta=meta))  # fmt: skip
-    result.artifacts.update(
-        write_artifacts(
-            folder, history, result.verdicts, operator_log=operator_log,
-            audit_log=cluster.audit_log, namespace=namespace,
-            failed=result.outcome != "passed",
-        )
+    log = progress.active()
+    if log is not None:
+        result.phases = log.to_list()
+    folder = _test_folder(item, cfg)
+    write_test_reports(
+        folder, result, history=sc.recorder.history(), namespace=namespace,
+        operator_log=sc.operator.log_path, audit_log=cluster.audit_log,
     )  # fmt: skip
-    write_result(folder, result)
+    item.user_properties.extend(junit_properties(result, folder=folder))
+    item.add_report_section("teardown", "stdout", attachment_line(folder))
 
 
-def _longrepr_text(call: pytest.TestReport | None) -> str:
-    if call is None or not call.longrepr:
+def _test_folder(item: pytest.Item, cfg: RunConfig) -> Path:
+    from mochaos.report.rundir import create_run_dir, test_dir
+
+    return test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid)
+
+
+def _longrepr_text(report: pytest.TestReport | None) -> str:
+    if report is None or not report.longrepr:
         return ""
-    if isinstance(call.longrepr, tuple):  # a skip: (path, line, reason)
-        return str(call.longrepr[2])
-    return str(call.longrepr)[:2000]
+    if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
+        return str(report.longrepr[2])
+    return str(report.longrepr)[:2000]
 
 
-def _outcome_of(call: pytest.TestReport | None, exc: BaseException | None) -> str:
-    from mochaos.errors import Inconclusive
-
-    if call is None or isinstance(exc, MochaosError):
+def _outcome_of(report: pytest.TestReport | None) -> Any:
+    if report is None or getattr(report, ERROR_ATTR, None) or report.when != "call":
         return "error"
-    if isinstance(exc, Inconclusive):
-        return "inconclusive"
-    return {"passed": "passed", "failed": "failed"}.get(call.outcome, "error")
+    if report.skipped:
+        text = _longrepr_text(report)
+        return "inconclusive" if text.startswith("INCONCLUSIVE") else "error"
+    return {"passed": "passed", "failed": "failed"}.get(report.outcome, "error")
 
 
-def _attach_result(item: pytest.Item, result) -> None:
-    from mochaos.report.junit import junit_properties
+def namespace_name(test_name: str) -> str:
+    """A DNS-safe namespace name for a test: ``mc-[<worker>-]<slug>-<random>``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    prefix = f"mc-{worker}-" if worker else "mc-"
+    suffix = "-" + secrets.token_hex(2)
+    return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
 
-    item.user_properties.extend(junit_properties(result))
-    item.mochaos_result = result  # type: ignore[attr-defined]
+
+def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> None:
+    api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
+    try:
+        namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)
+    finally:
+        api.close()

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
+from mochaos.config import CheckOptions
+
 # --------------------------------------------------------------------------
 # Well-known names of the operator's API (OPERATOR-BEHAVIOUR.md §2, §13)
 # --------------------------------------------------------------------------
@@ -305,28 +307,6 @@ class Verdict:
         return self.status == "fail"
 
 
-@dataclass(frozen=True, slots=True)
-class CheckOptions:
-    """Thresholds of the invariants, in seconds of (scaled) wall time.
-
-    ``time_scale`` multiplies the operator's own intervals (1.0 = faithful);
-    the framework's thresholds scale with it so a shrunk model keeps the same
-    verdicts.
-    """
-
-    finalize_timeout: float = 60.0
-    retry_budget: int = 10
-    retry_window: float = 60.0
-    grace: float = 15.0
-    migration_timeout: float = 300.0
-    converge_timeout: float = 60.0
-    time_scale: float = 1.0
-
-    def scaled(self, seconds: float) -> float:
-        """Scale an operator-time interval to wall time."""
-        return seconds * self.time_scale
-
-
 @runtime_checkable
 class Invariant(Protocol):
     """A named check over a History: a pure function, no API access."""
@@ -356,6 +336,8 @@ class Cluster:
     version: str
     context: str | None = None
     audit_log: Path | None = None
+    state_dir: Path | None = None
+    """Where the provider keeps this cluster's state (local clusters: its doubles too)."""
 
 
 class ClusterProvider(Protocol):
@@ -380,12 +362,80 @@ class ClusterProvider(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PoolSpec:
+    """What a scenario's CNPool needs from the target's environment: a CNSet template,
+    the pool's dependencies (LogSet / DNSet) and extra pod labels."""
+
+    template: dict[str, Any]
+    deps: dict[str, Any]
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    max_pods: int | None = None
+    """The pool's cap on CN pods (``strategy.scaleStrategy.maxPods``), when it has one."""
+
+    def overlay(self, pool: dict[str, Any]) -> dict[str, Any]:
+        """Put this spec's template, deps, pod labels and maxPods onto a scenario's CNPool."""
+        import copy
+
+        spec = pool["spec"]
+        spec["template"] = copy.deepcopy(self.template)
+        spec["deps"] = copy.deepcopy(self.deps)
+        spec.setdefault("podLabels", {}).update(self.pod_labels)
+        if self.max_pods is not None:
+            spec["strategy"]["scaleStrategy"]["maxPods"] = self.max_pods
+        return pool
+
+
+@dataclass(frozen=True)
+class Waits:
+    """How long (wall seconds) the target may legitimately take for the steps a scenario
+    waits on; sized from the target's real intervals (model targets: time-scaled)."""
+
+    pool_ready: float = 90.0
+    """A CNPool's idle pods exist and are Idle (pod start, store registration, cache)."""
+    bind: float = 90.0
+    """A claim is Bound (an Idle pod, or a new pod started for it)."""
+    deletion_cost: float = 55.0
+    """The CN store controller published a pod's session count as its deletion cost."""
+    migration_phase: float = 130.0
+    """A migration reaches its next phase (target bound, source draining, reclaimed, done)."""
+    log_line: float = 40.0
+    """The operator logs an expected line (a reconcile pass)."""
+    teardown: float = 30.0
+    """A deleted test namespace disappears while the operator still runs (it finalizes
+    its objects); after this, mo-chaos releases what is left and reports it."""
+
+
+class Sessions(Protocol):
+    """Client sessions on a CN, as MatrixOne's query service reports them to the operator.
+
+    The platform agent's drain is a CN with open sessions: scenarios hold sessions on a CN
+    and release them. Each environment implements it its own way (the model reads an
+    annotation, the local MatrixOne double its control API, kind real SQL connections).
+    """
+
+    def hold(self, pod: str, n: int) -> int | None:
+        """Keep exactly ``n`` sessions on ``pod`` from now on (0 releases them); return the
+        resourceVersion of the Kubernetes write it made, if it made one."""
+        ...
+
+    def close(self) -> None:
+        """Release every session held (idempotent)."""
+        ...
+
+
 class RunningOperator(Protocol):
     """One started operator target, watching one namespace (or the cluster)."""
 
     target: str
     version: str
     user_agent: str
+    log_path: Path | None
+    """The operator's log as mo-chaos keeps it (None when there is none)."""
+    pool_spec: PoolSpec | None
+    """What the scenario's CNPool needs on this target (None: the model's placeholder)."""
+    sessions: Sessions
+    waits: Waits
 
     def follow_log(self, stop: threading.Event) -> Iterator[str]:
         """Follow the operator's log from its start, yielding raw lines, until ``stop`` is set."""
@@ -400,11 +450,11 @@ class RunningOperator(Protocol):
         ...
 
     def pause(self, seconds: float) -> None:
-        """Freeze the operator for a while (SIGSTOP/SIGCONT or scale to zero)."""
+        """Freeze the operator's process for a while; it resumes on its own."""
         ...
 
     def kill(self) -> None:
-        """Kill the operator without a chance to clean up."""
+        """Kill the operator without a chance to clean up; it stays down."""
         ...
 
 
@@ -413,6 +463,12 @@ class OperatorTarget(Protocol):
 
     spec: str
     version: str
+    images: tuple[str, ...]
+    """Container images the cluster's nodes need (loaded by the provider before install)."""
+    crds: str
+    """Which CRDs the target brings: ``own`` (mo-chaos's schemas) or ``operator``."""
+    time_scaled: bool
+    """True when the target honours ``--time-scale`` (only the reference model does)."""
 
     def install(self, cluster: Cluster) -> None:
         """Install cluster-wide parts (CRDs, chart) once per cluster."""
@@ -420,6 +476,10 @@ class OperatorTarget(Protocol):
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> RunningOperator:
         """Start an operator for one test namespace and wait until it is ready."""
+        ...
+
+    def close(self) -> None:
+        """Release what :meth:`install` holds for the session (idempotent)."""
         ...
 
 
@@ -462,6 +522,12 @@ class ScenarioResult:
     seed: int | None = None
     message: str = ""
     artifacts: dict[str, str] = field(default_factory=dict)
+    phase: str = ""
+    """The mo-chaos phase an error happened in (empty unless the outcome is ``error``)."""
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    """The test's phases in order: name, seconds, ok."""
+    findings: list[str] = field(default_factory=list)
+    """What mo-chaos had to clean up itself (e.g. finalizers released at teardown)."""
 
     @property
     def max_finalize_retries(self) -> int:

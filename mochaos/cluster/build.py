@@ -1,5 +1,8 @@
 """Build the local cluster's binaries from Go modules and cache them by version.
 
+:func:`build` first tries the official release binaries (:mod:`mochaos.cluster.download`,
+``MOCHAOS_BINARIES``) and builds what they do not provide.
+
 k8s.io/kubernetes cannot be ``go install``-ed (its go.mod replaces every
 staging module with a local path), so it is built inside a generated wrapper
 module whose replace block maps each staging module to its published v0.x
@@ -15,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +25,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from filelock import FileLock
+
+from mochaos.cluster import download
+from mochaos.doubles.matrixone import build as matrixone_double_module
 from mochaos.errors import BuildError
 from mochaos.paths import cache_dir
+from mochaos.progress import announce
 
 KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"
@@ -36,7 +43,7 @@ Progress = Callable[[str], None]
 
 
 def _stderr_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    announce(line)
 
 
 @dataclass(frozen=True)
@@ -63,12 +70,17 @@ class Component:
         return self.directory / ".complete"
 
     def is_built(self) -> bool:
-        """True when every binary exists and the stamp matches this recipe."""
-        return (
-            self.stamp.is_file()
-            and self.stamp.read_text().strip() == self.fingerprint()
-            and all(self.path(b).is_file() for b in self.binaries)
-        )
+        """True when every binary exists and the stamp matches how they were obtained."""
+        return self.obtained_by() is not None
+
+    def obtained_by(self) -> str | None:
+        """The recipe of the cached binaries (this build's or a download's), None when stale."""
+        if not self.stamp.is_file() or not all(self.path(b).is_file() for b in self.binaries):
+            return None
+        stamped = self.stamp.read_text().split()[:1]
+        if stamped == [download.fingerprint(self)]:
+            return download.RECIPE
+        return self.recipe if stamped == [self.fingerprint()] else None
 
     def fingerprint(self) -> str:
         """Identifies the inputs: component, version, recipe revision, Go version."""
@@ -80,6 +92,12 @@ COMPONENTS = (
     Component("kubernetes", KUBERNETES_VERSION, K8S_BINARIES, "wrapper-v1"),
     Component("etcd", ETCD_VERSION, ("etcd",), "wrapper-v1"),
     Component("kwok", KWOK_VERSION, ("kwok", "kwokctl"), "install-v1"),
+    Component(
+        "matrixone-double",
+        matrixone_double_module.pinned_version(),
+        (matrixone_double_module.BINARY,),
+        matrixone_double_module.recipe(),
+    ),
 )
 
 
@@ -152,6 +170,7 @@ class _Runner:
         label: str,
         module: str,
         outputs: dict[str, Path] | None = None,
+        env: dict[str, str] | None = None,
     ) -> str:
         """Run one command; raise BuildError with a one-line reason on failure.
 
@@ -187,7 +206,7 @@ class _Runner:
             proc = subprocess.Popen(
                 args,
                 cwd=cwd,
-                env=_build_env(),
+                env={**_build_env(), **(env or {})},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -372,35 +391,102 @@ def _kwok_module(work: Path, c: Component, runner: _Runner, module: str) -> Path
     return work
 
 
-_RECIPES = {"kubernetes": _build_kubernetes, "etcd": _build_etcd, "kwok": _build_kwok}
+def _build_matrixone_double(c: Component, runner: _Runner) -> None:
+    work = _fresh_dir(cache_dir() / "build" / f"{c.name}-{c.version}")
+    module = f"{matrixone_double_module.MO_MODULE}@{c.version}"
+    mo_gomod = None
+    if c.version != matrixone_double_module.pinned_version():
+        mo_gomod = _module_gomod(runner, module, work)
+    steps = matrixone_double_module.prepare_module(work, c.version, mo_gomod)
+    for args in steps:
+        runner.progress(f"  resolving {module}")
+        runner.run(
+            [_go(), *args],
+            cwd=work,
+            label="go mod",
+            module=module,
+            env=matrixone_double_module.build_env(),
+        )
+    t0 = time.monotonic()
+    binary = c.binaries[0]
+    runner.progress(f"  [1/1] {binary} (MatrixOne {c.version}) …")
+    runner.run(
+        [_go(), "build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(c.path(binary)), "."],
+        cwd=work,
+        label=binary,
+        module=module,
+        env=matrixone_double_module.build_env(),
+    )
+    runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
+
+
+_RECIPES = {
+    "kubernetes": _build_kubernetes,
+    "etcd": _build_etcd,
+    "kwok": _build_kwok,
+    "matrixone-double": _build_matrixone_double,
+}
 
 
 def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict[str, Path]:
-    """Build every missing component into the cache; return all binary paths.
+    """Put every missing component into the cache; return all binary paths.
 
-    Idempotent: a component whose stamp matches is skipped. Raises BuildError
+    Release binaries are downloaded and verified where ``MOCHAOS_BINARIES`` allows and they
+    can be had (:func:`mochaos.cluster.download.obtain`); the rest is built from Go
+    modules. Idempotent: a component whose stamp matches is skipped. Raises BuildError
     with a one-line reason on the first failure.
     """
-    _go()
+    _obtain(list(COMPONENTS), force=force, progress=progress)
+    return binary_paths()
+
+
+def matrixone_double(version: str | None = None, *, progress: Progress = _stderr_progress) -> Path:
+    """The MatrixOne double built against MatrixOne ``version`` (default: the pinned one)."""
+    c = Component(
+        "matrixone-double",
+        version or matrixone_double_module.pinned_version(),
+        (matrixone_double_module.BINARY,),
+        matrixone_double_module.recipe(),
+    )
+    lock = cache_dir() / "build" / f"{c.name}-{c.version}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    # Test workers and the provider may ask at once: one builds, the others wait.
+    with FileLock(str(lock), timeout=1800):
+        _obtain([c], force=False, progress=progress)
+    return c.path(matrixone_double_module.BINARY)
+
+
+def _obtain(components: list[Component], *, force: bool, progress: Progress) -> None:
+    """Download or build what of ``components`` is missing (see :func:`build`)."""
+    mode = download.binaries_mode()
     log_path = cache_dir() / "build.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     runner = _Runner(log_path=log_path, progress=progress)
-    progress = runner.progress
-    todo = [c for c in COMPONENTS if force or not c.is_built()]
+    todo = [c for c in components if force or not c.is_built()]
     if not todo:
-        progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'}")
-        return binary_paths()
+        how = ", ".join(f"{c.name} {c.version} {c.obtained_by()}" for c in components)
+        runner.progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'} ({how})")
+        return
+    download.obtain(
+        todo, mode=mode, build=lambda rest: _build_all(rest, runner), progress=runner.progress
+    )
+
+
+def _build_all(todo: list[Component], runner: _Runner) -> None:
+    """Build ``todo`` from Go modules, one component after the other."""
+    _go()
+    progress = runner.progress
     progress(
         f"mo-chaos: building {', '.join(f'{c.name} {c.version}' for c in todo)} "
-        f"with {_go_version()} (log: {log_path})"
+        f"with {_go_version()} (log: {runner.log_path})"
     )
+    started = time.monotonic()
     for c in todo:
         t0 = time.monotonic()
         progress(f"{c.name} {c.version}:")
         c.directory.mkdir(parents=True, exist_ok=True)
         c.stamp.unlink(missing_ok=True)
         _RECIPES[c.name](c, runner)
-        c.stamp.write_text(c.fingerprint() + "\n")
+        c.stamp.write_text(f"{c.fingerprint()} {c.recipe}\n")
         progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")
-    progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - runner.started)}")
-    return binary_paths()
+    progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - started)}")

@@ -1,7 +1,7 @@
 """The existing provider: a cluster someone else runs, named by a kubeconfig context.
 
 It never creates or deletes clusters. It refuses any context that is not in
-``--allow-context`` while reading the kubeconfig file, before any network call,
+``--mochaos-allow-context`` while reading the kubeconfig file, before any network call,
 so a mistyped or defaulted context cannot point chaos at a shared cluster.
 It deletes only namespaces it created and labelled itself.
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from mochaos.cluster.commands import Progress, say
 from mochaos.errors import UsageError
 from mochaos.kube import check_reachable, new_api_client
+from mochaos.tooling.progress import Progress, say
 from mochaos.types import RUN_ID_LABEL, Cluster
 
 
@@ -57,7 +57,7 @@ class ExistingProvider:
         except OSError as err:
             raise UsageError(
                 f"cannot read kubeconfig {self.kubeconfig}: {err.strerror}",
-                hint="pass --kubeconfig=<file> or set KUBECONFIG",
+                hint="pass --mochaos-kubeconfig=<file> or set KUBECONFIG",
             ) from err
         except yaml.YAMLError as err:
             raise UsageError(
@@ -68,13 +68,13 @@ class ExistingProvider:
         if not chosen:
             raise UsageError(
                 f"kubeconfig {self.kubeconfig} names no current context",
-                hint="pass --context=<name>",
+                hint="pass --mochaos-context=<name>",
             )
         if chosen not in allow:
             listed = ", ".join(allow) if allow else "none"
             raise UsageError(
                 f"context {chosen!r} is not allow-listed (allowed: {listed})",
-                hint=f"pass --allow-context={chosen} if chaos may run on that cluster",
+                hint=f"pass --mochaos-allow-context={chosen} if chaos may run on that cluster",
             )
         names = [c.get("name") for c in config.get("contexts") or []]
         if chosen not in names:

@@ -1,45 +1,44 @@
 """The kind provider: a real Kubernetes in Docker, for qualifying an operator image.
 
-``kind create cluster`` from a generated config (pinned node image, apiserver
-audit log through kubeadm patches and host mounts), reused when a healthy
-cluster of the same name exists, ``kind load docker-image`` for the images
-the run needs (pulled first through the Docker engine, with progress), and
-``kind delete cluster`` on teardown unless the cluster is to be kept.
+``kind create cluster`` from a generated config (kind_config: pinned node image,
+apiserver audit log through kubeadm patches and host mounts), reused when a healthy
+cluster of the same name exists; the images the run needs are pulled through
+the Docker engine and loaded the way its image store allows (kind_images);
+``kind delete cluster`` on teardown unless the cluster is to be kept. The
+engine is checked first: a cgroup v1 host or an old engine fails in one line.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster.commands import (
-    MANIFESTS,
-    Progress,
-    Runner,
-    SubprocessRunner,
-    Tool,
-    check_version,
-    require_tool,
-    say,
-    wait_for,
+from mochaos.cluster import kind_node
+from mochaos.cluster.docker_engine import DockerEngine, Engine, EngineInfo, check_engine, parse_info
+from mochaos.cluster.kind_config import (
+    AUDIT_LOG_NAME,
+    AUDIT_POLICY,
+    KIND_VERSION,
+    NODE_IMAGE,
+    NODE_LOG_DIR,
+    PortMapping,
+    kind_config,
+    node_kubernetes_version,
 )
-from mochaos.errors import InfraError, UsageError
+from mochaos.cluster.kind_images import load_image
 from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
+from mochaos.tooling.image_ref import split_ref
+from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.runner import Runner, SubprocessRunner
+from mochaos.tooling.tools import Tool, check_version, require_tool
+from mochaos.tooling.waiting import wait_for
 from mochaos.types import Cluster
-
-KIND_VERSION = "v0.33.0"
-NODE_IMAGE = (
-    "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
-)
-"""Built for kind v0.33.0 (listed in that release's notes); kind runs only images built for it."""
 
 KIND_NETWORK = "kind"
 """The Docker network kind puts its nodes on; MinIO joins it to be reachable from pods."""
@@ -62,237 +61,6 @@ DOCKER_CLI = Tool(
     install="Docker Engine >= 20.10 (e.g. `apt-get install docker.io`)",
     version_args=("version", "--format", "{{.Client.Version}}"),
 )
-DOCKER_MINIMUM = (20, 10, 0)
-"""Docker Engine 20.10 is the first with cgroup v2, which Kubernetes >= 1.35 node images need."""
-
-# Inside the node container: where the policy is mounted and where the log is written.
-NODE_POLICY_DIR = "/etc/kubernetes/policies"
-NODE_LOG_DIR = "/var/log/kubernetes/audit"
-AUDIT_LOG_NAME = "audit.log"
-AUDIT_LOG_MAX_MB = 500
-
-AUDIT_POLICY = MANIFESTS / "kind" / "audit-policy.yaml"
-
-
-@dataclass(frozen=True, slots=True)
-class PortMapping:
-    """A node port published on the host (kind ``extraPortMappings``)."""
-
-    container_port: int
-    host_port: int
-    listen_address: str = "127.0.0.1"
-    protocol: str = "TCP"
-
-
-def node_kubernetes_version(node_image: str) -> tuple[int, int, int]:
-    """The Kubernetes version in a node image tag (``kindest/node:v1.36.4@sha256:…``)."""
-    m = re.search(r":v(\d+)\.(\d+)\.(\d+)(?:@|$)", node_image)
-    if m is None:
-        raise UsageError(
-            f"cannot tell the Kubernetes version of node image {node_image!r}",
-            hint="use an image tagged vX.Y.Z, e.g. " + NODE_IMAGE,
-        )
-    return int(m[1]), int(m[2]), int(m[3])
-
-
-def _audit_patch(kube_version: tuple[int, int, int]) -> str:
-    """The kubeadm ClusterConfiguration patch that turns on the audit log.
-
-    kind v0.33 generates kubeadm v1beta4 for Kubernetes >= 1.36, where
-    ``extraArgs`` is a list of name/value pairs, and v1beta3 (a plain map)
-    before that; the patch names its apiVersion so kind applies it as written.
-    """
-    args = {
-        "audit-policy-file": f"{NODE_POLICY_DIR}/audit-policy.yaml",
-        "audit-log-path": f"{NODE_LOG_DIR}/{AUDIT_LOG_NAME}",
-        "audit-log-maxsize": str(AUDIT_LOG_MAX_MB),
-        "audit-log-maxbackup": "1",
-    }
-    v1beta4 = kube_version >= (1, 36, 0)
-    volumes = [
-        {
-            "name": "audit-policies",
-            "hostPath": NODE_POLICY_DIR,
-            "mountPath": NODE_POLICY_DIR,
-            "readOnly": True,
-            "pathType": "DirectoryOrCreate",
-        },
-        {
-            "name": "audit-logs",
-            "hostPath": NODE_LOG_DIR,
-            "mountPath": NODE_LOG_DIR,
-            "readOnly": False,
-            "pathType": "DirectoryOrCreate",
-        },
-    ]
-    patch = {
-        "kind": "ClusterConfiguration",
-        "apiVersion": "kubeadm.k8s.io/v1beta4" if v1beta4 else "kubeadm.k8s.io/v1beta3",
-        "apiServer": {
-            "extraArgs": [{"name": k, "value": v} for k, v in args.items()] if v1beta4 else args,
-            "extraVolumes": volumes,
-        },
-    }
-    return yaml.safe_dump(patch, sort_keys=False)
-
-
-def kind_config(
-    *,
-    name: str,
-    node_image: str,
-    audit_dir: Path,
-    workers: int = 0,
-    port_mappings: Sequence[PortMapping] = (),
-) -> dict[str, Any]:
-    """The kind Cluster config (kind.x-k8s.io/v1alpha4) for one mo-chaos cluster.
-
-    ``audit_dir`` on the host holds ``policy/audit-policy.yaml`` and receives
-    ``log/audit.log``; both are mounted into the control-plane node and from
-    there into the apiserver's static pod.
-    """
-    control_plane: dict[str, Any] = {
-        "role": "control-plane",
-        "image": node_image,
-        "extraMounts": [
-            {
-                "hostPath": str(audit_dir / "policy"),
-                "containerPath": NODE_POLICY_DIR,
-                "readOnly": True,
-            },
-            {"hostPath": str(audit_dir / "log"), "containerPath": NODE_LOG_DIR},
-        ],
-        "kubeadmConfigPatches": [_audit_patch(node_kubernetes_version(node_image))],
-    }
-    if port_mappings:
-        control_plane["extraPortMappings"] = [
-            {
-                "containerPort": p.container_port,
-                "hostPort": p.host_port,
-                "listenAddress": p.listen_address,
-                "protocol": p.protocol,
-            }
-            for p in port_mappings
-        ]
-    nodes = [control_plane] + [{"role": "worker", "image": node_image} for _ in range(workers)]
-    return {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "name": name,
-        "nodes": nodes,
-    }
-
-
-# --------------------------------------------------------------------------
-# The Docker engine, through testcontainers
-# --------------------------------------------------------------------------
-
-
-class Engine(Protocol):
-    """What the kind path needs from the Docker engine (tests pass a fake)."""
-
-    def server_version(self) -> str:
-        """The engine's version, e.g. ``28.2.2``."""
-        ...
-
-    def has_image(self, ref: str) -> bool:
-        """True when the image is in the engine's local store."""
-        ...
-
-    def pull(self, ref: str, *, progress: Progress) -> None:
-        """Pull an image, reporting progress lines."""
-        ...
-
-    def exec(self, container: str, argv: Sequence[str]) -> tuple[int, str]:
-        """Run a command in a running container: (exit status, output)."""
-        ...
-
-
-def split_ref(ref: str) -> tuple[str, str]:
-    """(repository, tag) of an image reference; the tag defaults to ``latest``."""
-    if "@" in ref:
-        raise UsageError(
-            f"image reference {ref!r} uses a digest",
-            hint="name the image by tag (repository:tag); kind and the chart load tags",
-        )
-    slash = ref.rfind("/")
-    colon = ref.rfind(":")
-    if colon > slash:
-        return ref[:colon], ref[colon + 1 :]
-    return ref, "latest"
-
-
-def pull_progress(ref: str, events: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    """Turn Docker pull events into a few lines: one per finished layer, and the end."""
-    done: set[str] = set()
-    layers: set[str] = set()
-    for ev in events:
-        if "error" in ev:
-            raise InfraError(f"pulling {ref} failed: {ev['error']}", hint="check the image name")
-        layer, status = ev.get("id"), ev.get("status", "")
-        if layer and status and not status.startswith("Pulling from"):
-            layers.add(layer)
-        if layer and status in ("Pull complete", "Already exists") and layer not in done:
-            done.add(layer)
-            yield f"pulling {ref}: {len(done)}/{len(layers)} layers done"
-        elif status.startswith(("Status:", "Digest:")):
-            yield f"pulling {ref}: {status}"
-
-
-class DockerEngine:
-    """The local Docker engine, reached through testcontainers' client."""
-
-    def __init__(self, *, environment: Mapping[str, str] | None = None) -> None:
-        from docker.errors import DockerException
-        from testcontainers.core.docker_client import DockerClient
-
-        kwargs = {"environment": dict(environment)} if environment is not None else {}
-        try:
-            self._client = DockerClient(**kwargs).client
-        except DockerException as err:
-            raise InfraError(
-                f"Docker engine not reachable ({str(err).splitlines()[0][:160]})",
-                hint="start Docker (kind and MinIO need it) or use --cluster=local",
-            ) from err
-
-    def server_version(self) -> str:
-        """The engine's version string."""
-        return str(self._client.version().get("Version", "0.0.0"))
-
-    def has_image(self, ref: str) -> bool:
-        """True when ``ref`` is in the local image store."""
-        from docker.errors import ImageNotFound
-
-        try:
-            self._client.images.get(ref)
-        except ImageNotFound:
-            return False
-        return True
-
-    def pull(self, ref: str, *, progress: Progress) -> None:
-        """Pull ``ref``, printing a line per finished layer."""
-        repo, tag = split_ref(ref)
-        events = self._client.api.pull(repo, tag=tag, stream=True, decode=True)
-        for line in pull_progress(ref, events):
-            progress(line)
-
-    def exec(self, container: str, argv: Sequence[str]) -> tuple[int, str]:
-        """Run ``argv`` in ``container``."""
-        result = self._client.containers.get(container).exec_run(list(argv))
-        return int(result.exit_code), result.output.decode(errors="replace")
-
-
-def check_engine(engine: Engine) -> str:
-    """The engine's version; InfraError when older than Docker 20.10."""
-    version = engine.server_version()
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    if m is None or (int(m[1]), int(m[2]), int(m[3])) < DOCKER_MINIMUM:
-        raise InfraError(
-            f"Docker Engine {version} is too old (Kubernetes >= 1.35 nodes need cgroup v2)",
-            hint="install Docker Engine >= 20.10",
-        )
-    return version
-
-
 # --------------------------------------------------------------------------
 # The provider
 # --------------------------------------------------------------------------
@@ -326,9 +94,11 @@ class KindProvider:
         self.dir = (state_dir or _default_state()) / name
         self.runner: Runner = runner or SubprocessRunner(log_path=self.dir / "commands.log")
         self._engine = engine
+        self._info: EngineInfo | None = None
         self.search_path = search_path
         self.progress = progress
         self._kind: str | None = None
+        self._docker: str | None = None
 
     # -- paths -------------------------------------------------------------
 
@@ -370,13 +140,26 @@ class KindProvider:
             self._kind = path
         return self._kind
 
+    def docker(self) -> str:
+        """Path of the docker CLI (kind drives it; so does the image export)."""
+        if self._docker is None:
+            self._docker = require_tool(DOCKER_CLI, search_path=self.search_path)
+        return self._docker
+
     def engine(self) -> Engine:
-        """The Docker engine (checked reachable and recent), and the docker CLI kind uses."""
+        """The Docker engine, once checked: reachable, >= 20.10, on a cgroup v2 host."""
         if self._engine is None:
-            require_tool(DOCKER_CLI, search_path=self.search_path)
+            self.docker()
             self._engine = DockerEngine()
-        check_engine(self._engine)
+        if self._info is None:
+            self._info = check_engine(parse_info(self._engine.info()))
         return self._engine
+
+    def engine_info(self) -> EngineInfo:
+        """What ``docker info`` said about the engine (checked by :meth:`engine`)."""
+        self.engine()
+        assert self._info is not None
+        return self._info
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -402,7 +185,7 @@ class KindProvider:
         return created
 
     def down(self) -> None:
-        """Delete the cluster, unless it is to be kept."""
+        """Delete the cluster, unless it is to be kept; first empty the root-owned audit log dir."""
         if self.keep_cluster:
             self.progress(
                 f"keeping kind cluster {self.cluster_name} (--keep-cluster); "
@@ -410,6 +193,7 @@ class KindProvider:
             )
             return
         kind = self.kind()
+        self._remove_audit_log()
         self.runner(
             [
                 kind, "delete", "cluster", "--name", self.cluster_name,
@@ -421,18 +205,23 @@ class KindProvider:
         )  # fmt: skip
 
     def load_image(self, ref: str) -> None:
-        """Pull ``ref`` into Docker when missing, then copy it onto the kind nodes."""
+        """Pull ``ref`` into Docker when missing, then get it onto the nodes (see kind_images)."""
         split_ref(ref)
         engine = self.engine()
         if not engine.has_image(ref):
             self.progress(f"pulling {ref}")
             engine.pull(ref, progress=self.progress)
-        self.runner(
-            [self.kind(), "load", "docker-image", "--name", self.cluster_name, ref],
-            what=f"kind load docker-image {ref}",
-            hint=f"check that `docker image inspect {ref}` works and the cluster is up",
-            timeout=900,
+        outcome = load_image(
+            ref,
+            kind=self.kind(),
+            docker=self.docker(),
+            cluster=self.cluster_name,
+            info=self.engine_info(),
+            runner=self.runner,
+            archive_dir=self.dir / "images",
+            progress=self.progress,
         )
+        self.progress(f"{ref}: {outcome}")
 
     # -- internals ---------------------------------------------------------
 
@@ -488,10 +277,23 @@ class KindProvider:
 
     def _open_audit_log(self, engine: Engine) -> None:
         # The apiserver creates its log 0600 as root in the node; let the host user read it.
-        path = f"{NODE_LOG_DIR}/{AUDIT_LOG_NAME}"
-        code, out = engine.exec(self.node_container, ["chmod", "0644", path])
-        if code != 0:
-            self.progress(f"audit log not readable ({out.strip()[:120]}); audit counts may miss")
+        log = f"{NODE_LOG_DIR}/{AUDIT_LOG_NAME}"
+        failed = kind_node.open_file(engine, self.node_container, log)
+        if failed:
+            self.progress(f"audit log not readable ({failed}); audit counts may miss")
+
+    def _remove_audit_log(self) -> None:
+        # Written as root through the host mount: only the node can delete it, so the state
+        # directory stays removable by the user once the cluster is gone.
+        try:
+            failed = kind_node.empty_directory(self.engine(), self.node_container, NODE_LOG_DIR)
+        except Exception as err:
+            failed = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+        if failed:
+            self.progress(
+                f"could not empty the audit log directory in node {self.node_container} "
+                f"({failed}); remove {self.audit_dir / 'log'} as root"
+            )
 
     def _api(self) -> Any:
         return new_api_client(

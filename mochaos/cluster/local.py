@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from mochaos.cluster import build
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
+from mochaos.progress import announce
 from mochaos.types import Cluster
 
 DEFAULT_NAME = "mochaos"
@@ -59,7 +59,7 @@ _AUDIT_POLICY = {
 
 
 def _say(line: str) -> None:
-    print(f"mo-chaos: {line}", file=sys.stderr, flush=True)
+    announce(line)
 
 
 @dataclass(frozen=True)
@@ -413,6 +413,7 @@ class LocalProvider:
             kubeconfig=self.kubeconfig_path(),
             version=build.KUBERNETES_VERSION,
             audit_log=self.cluster_dir / "logs" / "audit.log",
+            state_dir=self.cluster_dir,
         )
 
 

@@ -44,5 +44,10 @@ class DoubleSpec:
     """Run once before the first start (build a binary, install CRDs); may raise."""
 
 
+def state_dir(cluster_state: Path, name: str) -> Path:
+    """Where the double called ``name`` keeps its files in a local cluster's state folder."""
+    return cluster_state / "doubles" / name
+
+
 DOUBLES: tuple[DoubleSpec, ...] = ()
 """Every double, in start order (filled in by the double modules' registration)."""

@@ -1,53 +1,16 @@
-"""The invariants' thresholds: from a run's options (operator time), overridden, validated.
+"""The invariants' thresholds: a run's recorded options overridden, and validated.
 
-``run_options`` turns the pytest options (``--time-scale``, ``--finalize-timeout``,
-``--retry-budget``, ``--migration-timeout``, in the operator's seconds) into the wall
-seconds the invariants judge with; ``override`` changes some of them on a run's
-recorded CheckOptions, as ``python -m mochaos check`` does.
+``CheckOptions.from_operator_time`` (mochaos.config) turns the run's options into the
+wall seconds the invariants judge with; ``override`` changes some of them on a run's
+recorded CheckOptions, in operator seconds, as ``python -m mochaos check`` does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
-from mochaos.types import CheckOptions
-
-TIME_SCALE = 1.0
-FINALIZE_TIMEOUT = 60.0
-RETRY_BUDGET = 10
-MIGRATION_TIMEOUT = 120.0
-"""Defaults of the run's options (operator seconds; the budget is a count)."""
-
-GRACE = 20.0
-"""Operator seconds a bad state may last before a state invariant judges it: above the
-operator's own legitimate waits (10 s pod-cache grace + a 2 s requeue)."""
-CONVERGE_TIMEOUT = 60.0
-"""Operator seconds a claim set may take to converge."""
-
-
-def run_options(
-    *,
-    time_scale: float = TIME_SCALE,
-    finalize_timeout: float = FINALIZE_TIMEOUT,
-    retry_budget: int = RETRY_BUDGET,
-    migration_timeout: float = MIGRATION_TIMEOUT,
-) -> CheckOptions:
-    """Invariant thresholds in wall seconds (operator-time values scaled by ``time_scale``).
-
-    The retry window is the finalize window: a claim may be retried ``retry_budget``
-    times in the time it is allowed to take.
-    """
-    s = time_scale
-    return CheckOptions(
-        finalize_timeout=finalize_timeout * s,
-        retry_budget=retry_budget,
-        retry_window=finalize_timeout * s,
-        grace=GRACE * s,
-        migration_timeout=migration_timeout * s,
-        converge_timeout=CONVERGE_TIMEOUT * s,
-        time_scale=s,
-    )
 
 
 def override(

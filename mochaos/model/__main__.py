@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", required=True, help=f"operator version: {valid_names()}")
     p.add_argument("--kubeconfig", required=True, help="kubeconfig of the cluster")
+    p.add_argument("--context", help="kubeconfig context (default: the file's current context)")
     p.add_argument("--namespace", required=True, help="the only namespace watched and acted in")
     p.add_argument("--log-file", help="JSON log lines go here (default: stderr)")
     p.add_argument("--ready-file", help="written with the pid once caches synced and workers run")
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     log = Logger(sink)
     user_agent = args.user_agent or f"matrixone-operator-model/{profile.name}"
     try:
-        kube = Kube(args.kubeconfig, user_agent=user_agent)
+        kube = Kube(args.kubeconfig, user_agent=user_agent, context=args.context)
     except Exception as err:  # any unreadable kubeconfig is a usage error
         return _usage(f"cannot load kubeconfig {args.kubeconfig}: {err}")
     model = Model(

@@ -94,11 +94,19 @@ def _error(status: int, body: bytes) -> ApiError:
 class Kube:
     """Talks to one apiserver with the credentials of a kubeconfig file."""
 
-    def __init__(self, kubeconfig: str, *, user_agent: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        *,
+        user_agent: str,
+        context: str | None = None,
+        timeout: float = 30.0,
+    ) -> None:
         cfg = k8s_client.Configuration()
         k8s_config.load_kube_config(
-            config_file=kubeconfig, client_configuration=cfg, persist_config=False
-        )
+            config_file=kubeconfig, context=context, client_configuration=cfg,
+            persist_config=False,
+        )  # fmt: skip
         cfg.connection_pool_maxsize = 32
         self._pool = k8s_client.rest.RESTClientObject(cfg).pool_manager
         self._host = cfg.host.rstrip("/")

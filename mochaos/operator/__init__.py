@@ -1,80 +1,81 @@
-"""Operator targets: what ``--operator`` names and how each is installed and started.
+"""Operator targets: what ``--operator`` names, in one registry.
 
-``model:<profile>`` runs the reference model as a process per test namespace;
-``binary:<path>`` runs a real operator binary; ``image:<ref>`` installs the
-real image with its Helm chart (kind / existing clusters); ``installed`` uses
-an operator already running in the cluster. Suites reach operators only
-through these targets.
+A target is a module with a ``from_spec(value, options)`` factory returning an
+:class:`~mochaos.types.OperatorTarget`; adding a target is one module and one
+line in :data:`REGISTRY`. Factories only validate their input (no cluster, no
+build): :func:`parse_target` is safe to call while pytest configures, so a bad
+``--operator`` stops the run before any test.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mochaos.errors import UsageError
-from mochaos.operator.crd_source import DEFAULT_OPERATOR_VERSION
-from mochaos.operator.crd_source import crds as _crds
 from mochaos.types import OperatorTarget
 
-SCHEMES = ("model", "binary", "image", "installed")
+
+@dataclass(frozen=True)
+class Scheme:
+    """One kind of operator target."""
+
+    name: str
+    usage: str
+    factory: str
+    """``module:function`` building the target from the text after ``<name>:``."""
+    summary: str
 
 
-def crds(version: str = DEFAULT_OPERATOR_VERSION) -> list[dict[str, Any]]:
-    """The CNClaim, CNClaimSet and CNPool CRDs shared by the model and the kind path."""
-    return _crds(version)[1]
-
-
-def crd_source(version: str = DEFAULT_OPERATOR_VERSION) -> str:
-    """Where :func:`crds` came from: ``module:<version>`` or ``own``."""
-    return _crds(version)[0]
-
-
-def parse_target(
-    spec: str, *, time_scale: float = 1.0, image_options: dict[str, Any] | None = None
-) -> OperatorTarget:
-    """Turn an ``--operator`` value into a target; UsageError for anything unknown.
-
-    ``image_options`` (mo_image, minio, chart_repo, chart_version, chart_path, run_id)
-    configure ``image:`` and ``installed`` targets; unset values keep their defaults.
-    """
-    scheme, _, rest = spec.partition(":")
-    if scheme == "model":
-        from mochaos.operator.model_target import ModelTarget
-
-        return ModelTarget(profile=rest, time_scale=time_scale)
-    if scheme == "binary":
-        from mochaos.operator.binary_target import BinaryTarget
-
-        if not rest:
-            raise UsageError("binary: target needs a path", hint="use --operator=binary:/path")
-        return BinaryTarget(path=Path(rest))
-    if scheme == "image":
-        from mochaos.operator.image import ImageTarget
-
-        if not rest:
-            raise UsageError("image: target needs a reference", hint="use image:<repo>:<tag>")
-        return ImageTarget(ref=rest, **_image_kwargs(image_options or {}, chart=True))
-    if scheme == "installed" and not rest:
-        from mochaos.operator.image import InstalledTarget
-
-        return InstalledTarget(**_image_kwargs(image_options or {}, chart=False))
-    raise UsageError(
-        f"unknown operator target {spec!r}",
-        hint="use model:<profile>, binary:<path>, image:<ref> or installed",
+REGISTRY: dict[str, Scheme] = {
+    s.name: s
+    for s in (
+        Scheme("model", "model:<profile>", "mochaos.operator.model_target:from_spec",
+               "the reference model of the operator (a Python controller)"),
+        Scheme("source", "source:<checkout>[@<rev>]", "mochaos.operator.source_target:from_spec",
+               "the real manager built from a matrixone-operator checkout"),
+        Scheme("binary", "binary:<path>", "mochaos.operator.binary_target:from_spec",
+               "a real manager binary run as a process"),
+        Scheme("image", "image:<repository>:<tag>", "mochaos.operator.chart_target:from_spec",
+               "the real operator image (kind: Helm chart; local: Docker with host network)"),
+        Scheme("installed", "installed", "mochaos.operator.installed_target:from_spec",
+               "an operator already running in the cluster (existing provider)"),
     )
+}  # fmt: skip
 
 
-def _image_kwargs(options: dict[str, Any], *, chart: bool) -> dict[str, Any]:
-    """Keyword arguments for the image targets from the plugin's options (unset: default)."""
-    from mochaos.operator.helm import ChartOptions
+def usage() -> str:
+    """The accepted forms of ``--operator``, for messages."""
+    return ", ".join(s.usage for s in REGISTRY.values())
 
-    kwargs: dict[str, Any] = {
-        k: options[k] for k in ("mo_image", "minio", "run_id") if options.get(k) is not None
-    }
-    if chart:
-        fields = {"repo_url": "chart_repo", "version": "chart_version", "chart_path": "chart_path"}
-        chosen = {f: options[o] for f, o in fields.items() if options.get(o) is not None}
-        if chosen:
-            kwargs["chart"] = ChartOptions(**chosen)
-    return kwargs
+
+def parse_target(spec: str, options: dict[str, Any] | None = None) -> OperatorTarget:
+    """Turn an ``--operator`` value into a target; UsageError (one line) for anything wrong.
+
+    ``options`` are the run's target settings (:meth:`mochaos.config.RunConfig.target_options`).
+    A target that does not honour the time scale refuses one other than 1.
+    """
+    opts = dict(options or {})
+    name, _, value = spec.partition(":")
+    scheme = REGISTRY.get(name)
+    if scheme is None:
+        raise UsageError(f"unknown operator target {spec!r}", hint=f"use {usage()}")
+    target = _factory(scheme)(value, opts)
+    scale = float(opts.get("time_scale") or 1.0)
+    if scale != 1.0 and not target.time_scaled:
+        raise UsageError(
+            f"--time-scale {scale:g} cannot apply to {spec}: the real manager's intervals are "
+            "compiled in",
+            hint="drop --time-scale (it applies to model: targets only)",
+        )
+    return target
+
+
+def _factory(scheme: Scheme) -> Callable[[str, dict[str, Any]], OperatorTarget]:
+    module, _, func = scheme.factory.partition(":")
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+
+
+__all__ = ["REGISTRY", "Scheme", "parse_target", "usage"]

@@ -1,11 +1,18 @@
 """Install the matrixone-operator Helm chart (with its OpenKruise dependency) and wait for it.
 
 The chart (repository ``matrixorigin.github.io/matrixone-operator``) deploys
-the operator Deployment ``<release>-matrixone-operator``, its webhooks and,
-as the ``kruise`` subchart, OpenKruise's ``kruise-controller-manager`` in
-``kruise-system``. Both projects ship webhook configurations with a
-placeholder CA bundle that their controllers fill in at start-up, so "ready"
-means: Deployments available and every CA bundle injected.
+the operator Deployment ``<release>-matrixone-operator``, its webhooks, its
+CRDs (as templates: the chart owns them) and, as the ``kruise`` subchart 1.4.0,
+OpenKruise's ``kruise-controller-manager`` in ``kruise-system``. Both projects
+ship webhook configurations with a placeholder CA bundle that their
+controllers fill in at start-up, so "ready" means: Deployments available and
+every CA bundle injected.
+
+Helm 3 and Helm 4 are both accepted, knowingly: Helm 4's bare ``--wait`` is
+the kstatus "watcher" strategy, which waits for every DaemonSet to be fully
+rolled out, where Helm 3 waits for Deployments' minimum availability; we pass
+``--wait`` to Helm 3 and ``--wait=watcher`` to Helm 4, and switch off the one
+DaemonSet the chart would bring (kruise-daemon, see :data:`KRUISE_FEATURE_GATES`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mochaos.cluster.commands import Runner, Tool, check_version, require_tool, wait_for
+from mochaos.errors import InfraError
+from mochaos.tooling.runner import Runner
+from mochaos.tooling.tools import Tool, check_version, require_tool
+from mochaos.tooling.waiting import wait_for
 from mochaos.types import Cluster
 
 HELM = Tool(
@@ -25,6 +35,8 @@ HELM = Tool(
     install="`go install helm.sh/helm/v3/cmd/helm@v3.22.0` (or your package manager)",
     version_args=("version", "--short"),
 )
+HELM_MAJORS = (3, 4)
+"""Helm majors whose flags :func:`helm_commands` knows (tested: 3.22 and 4.3)."""
 
 CHART_REPO_URL = "https://matrixorigin.github.io/matrixone-operator"
 CHART_REPO_NAME = "matrixone-operator"
@@ -38,6 +50,24 @@ KRUISE_NAMESPACE = "kruise-system"
 KRUISE_DEPLOYMENT = "kruise-controller-manager"
 KRUISE_IMAGE = "openkruise/kruise-manager:v1.4.0"
 """The kruise subchart's default manager image (preloaded into kind)."""
+
+KRUISE_FEATURE_GATES = (
+    "StatefulSetAutoDeletePVC=true,PodUnavailableBudgetDeleteGate=true,"
+    "PodUnavailableBudgetUpdateGate=true,KruiseDaemon=false"
+)
+"""The operator chart's kruise feature gates (values.yaml at 2301e3b) plus ``KruiseDaemon=false``.
+
+kruise-daemon 1.4.0 crash-loops on containerd 2.x (recent kind node images),
+and Helm 4's ``--wait`` then times out on its DaemonSet. The kruise chart
+leaves the DaemonSet out when the gates contain ``KruiseDaemon=false``
+(charts/kruise/templates/manager.yaml), and kruise-manager then turns off the
+daemon-backed features (image pre-download, ImagePullJob, PodProbeMarker,
+in-place update of env-from-metadata). The operator uses none of them for
+the pool: it uses CloneSet (lifecycle hooks, podsToDelete, specified-delete,
+in-place image update, which kubelet performs) and Advanced StatefulSet; the
+one loss is that an in-place change of a CN's ``config-suffix`` annotation no
+longer restarts its container, and no scenario changes CN config.
+"""
 
 PLACEHOLDER_CA = "Cg=="
 INSTALL_TIMEOUT = 600.0
@@ -82,9 +112,39 @@ def kube_flags(cluster: Cluster) -> list[str]:
     return flags
 
 
+def escape_set_value(value: str) -> str:
+    """A value for ``--set``/``--set-string``: Helm splits on unescaped commas."""
+    return value.replace("\\", "\\\\").replace(",", "\\,")
+
+
+def chart_values(*, repository: str, tag: str, options: ChartOptions) -> list[tuple[str, str]]:
+    """The (flag, ``key=value``) pairs we set on the chart, strings forced where it matters.
+
+    ``--set-string`` keeps a numeric-looking tag (``1.3``, ``20260601``) a
+    string; with ``--set`` Helm would turn it into a number.
+    """
+    return [
+        ("--set-string", f"image.repository={repository}"),
+        ("--set-string", f"image.tag={tag}"),
+        ("--set", "image.pullPolicy=IfNotPresent"),
+        ("--set", "kruise.enabled=true"),
+        ("--set", f"kruise.manager.replicas={options.kruise_replicas}"),
+        ("--set-string", f"kruise.featureGates={escape_set_value(KRUISE_FEATURE_GATES)}"),
+        ("--set", "featureGates.cnLabel=true"),
+        ("--set", "featureGates.cnPool=true"),
+        *(("--set", value) for value in options.extra_set),
+    ]
+
+
+def wait_flag(helm_major: int) -> str:
+    """Helm 3's ``--wait``, or Helm 4's equivalent strategy named explicitly."""
+    return "--wait" if helm_major < 4 else "--wait=watcher"
+
+
 def helm_commands(
     *,
     helm: str,
+    helm_major: int,
     cluster: Cluster,
     repository: str,
     tag: str,
@@ -107,26 +167,29 @@ def helm_commands(
         chart = [f"{CHART_REPO_NAME}/{CHART_NAME}", "--version", options.version]
     else:
         chart = [str(options.chart_path), "--dependency-update"]
-    values = [
-        f"image.repository={repository}",
-        f"image.tag={tag}",
-        "image.pullPolicy=IfNotPresent",
-        "kruise.enabled=true",
-        f"kruise.manager.replicas={options.kruise_replicas}",
-        "featureGates.cnLabel=true",
-        "featureGates.cnPool=true",
-        *options.extra_set,
-    ]
+    values = chart_values(repository=repository, tag=tag, options=options)
     commands.append(
         [
             helm, "upgrade", "--install", options.release, *chart,
             "--namespace", options.namespace, "--create-namespace",
-            "--wait", "--timeout", f"{int(options.timeout)}s",
-            *[arg for value in values for arg in ("--set", value)],
+            wait_flag(helm_major), "--timeout", f"{int(options.timeout)}s",
+            *[arg for flag, value in values for arg in (flag, value)],
             *kube_flags(cluster), *repo_flags,
         ]
     )  # fmt: skip
     return commands
+
+
+def helm_major(helm: str, *, runner: Runner) -> int:
+    """The major version of the helm CLI at ``helm``; InfraError when too old or unknown."""
+    found = check_version(HELM, helm, runner=runner)
+    if found[0] not in HELM_MAJORS:
+        raise InfraError(
+            f"helm {'.'.join(map(str, found))} is a major version mo-chaos does not know "
+            "(its --wait flag differs between majors)",
+            hint="use helm 3 (>= 3.8) or helm 4",
+        )
+    return found[0]
 
 
 def install_chart(
@@ -139,12 +202,13 @@ def install_chart(
     helm_home: Path,
     search_path: str | None = None,
 ) -> None:
-    """Run the helm commands (helm found on PATH, checked new enough)."""
+    """Run the helm commands (helm found on PATH, checked to be Helm 3 >= 3.8 or Helm 4)."""
     helm = require_tool(HELM, search_path=search_path)
-    check_version(HELM, helm, runner=runner)
+    major = helm_major(helm, runner=runner)
     helm_home.mkdir(parents=True, exist_ok=True)
     for argv in helm_commands(
         helm=helm,
+        helm_major=major,
         cluster=cluster,
         repository=repository,
         tag=tag,

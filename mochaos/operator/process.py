@@ -17,12 +17,13 @@ from pathlib import Path
 
 from mochaos.errors import EXIT_USAGE, InfraError, UsageError
 from mochaos.runstate import register_pid, unregister_pid
+from mochaos.types import PoolSpec, Sessions, Waits
 
 READY_TIMEOUT = 30.0
 
 
 class OperatorProcess:
-    """One operator process for one namespace; implements mochaos.types.RunningOperator."""
+    """One operator process for one namespace; implements :class:`mochaos.types.RunningOperator`."""
 
     def __init__(
         self,
@@ -36,6 +37,10 @@ class OperatorProcess:
         ready_file: Path | None = None,
         env: dict[str, str] | None = None,
         ready_timeout: float = READY_TIMEOUT,
+        sessions: Sessions,
+        waits: Waits,
+        pool_spec: PoolSpec | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.target = target
         self.version = version
@@ -46,6 +51,10 @@ class OperatorProcess:
         self._ready_file = ready_file
         self._env = env
         self._ready_timeout = ready_timeout
+        self.sessions = sessions
+        self.waits = waits
+        self.pool_spec = pool_spec
+        self._pass_fds = pass_fds
         self._proc: subprocess.Popen[bytes] | None = None
         self._resume: threading.Timer | None = None
         self.starts = 0
@@ -68,6 +77,7 @@ class OperatorProcess:
                 stdin=subprocess.DEVNULL,
                 env=self._env,
                 start_new_session=True,
+                pass_fds=self._pass_fds,
             )
         self.starts += 1
         register_pid(self._proc.pid, self.command)
@@ -94,6 +104,13 @@ class OperatorProcess:
             f"operator {self.target} exited with status {rc} before it was ready: {tail}",
             hint=f"see {self.log_path}",
         )
+
+    def log_lines(self) -> list[str]:
+        """Every line of the log so far (empty when no log yet)."""
+        try:
+            return self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
 
     def log_tail(self, lines: int) -> str:
         """The last lines of the log, joined (empty when no log yet)."""

@@ -46,7 +46,14 @@ def bug_ids(result: ScenarioResult) -> list[str]:
     return sorted(bugs, key=_natural_key)
 
 
-def junit_properties(result: ScenarioResult) -> list[tuple[str, str]]:
+def attachment_line(folder: Path) -> str:
+    """The line CI servers (GitLab) turn into a link to the test's report folder."""
+    return f"[[ATTACHMENT|{folder.resolve()}]]"
+
+
+def junit_properties(
+    result: ScenarioResult, *, folder: Path | None = None
+) -> list[tuple[str, str]]:
     """The JUnit properties of one test, in a fixed order, all values strings."""
     props = [
         ("operator.target", result.operator_target),
@@ -66,6 +73,13 @@ def junit_properties(result: ScenarioResult) -> list[tuple[str, str]]:
     if result.seed is not None:
         props.append(("seed", str(result.seed)))
     props += [(f"audit.{k}", f"{v:g}") for k, v in sorted(result.audit_counts.items())]
+    if result.phase:
+        props.append(("error.phase", result.phase))
+    if folder is not None:
+        props.append(("reports.dir", str(folder.resolve())))
+        timeline = result.artifacts.get("timeline_html") or result.artifacts.get("timeline_md")
+        if timeline:
+            props.append(("reports.timeline", str(Path(timeline).resolve())))
     return props
 
 
@@ -137,6 +151,9 @@ def merge_junit(runs: Iterable[tuple[str, Path]], out: Path, *, name: str) -> Pa
         suites = [tree] if tree.tag == "testsuite" else tree.findall("testsuite")
         for suite in suites:
             suite.set("name", f"{label}: {suite.get('name', '')}")
+            for case in suite.iter("testcase"):
+                # CI servers key test cases by name: each run's cases must stay distinct.
+                case.set("name", f"{case.get('name', '')} [{label}]")
             for key in _TOTALS:
                 totals[key] += int(suite.get(key, "0"))
             elapsed += float(suite.get("time", "0"))

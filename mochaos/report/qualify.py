@@ -43,6 +43,10 @@ class ScenarioRecord:
     nodeid: str
     outcomes: list[str]
     failed_invariants: list[str] = field(default_factory=list)
+    finalize_retries: list[int] = field(default_factory=list)
+    """The largest finalize retry count of any claim, per run with a result."""
+    durations: list[float] = field(default_factory=list)
+    """Seconds from the scenario's start to its verdict, per run with a result."""
 
     def count(self, outcome: str) -> int:
         """How many runs ended with ``outcome``."""
@@ -88,10 +92,15 @@ def _pytest_args(
     reports_dir: Path,
     extra_args: Sequence[str],
 ) -> list[str]:
-    args = [str(suites), f"--operator={operator}", f"--cluster={cluster}"]
+    args = [str(suites), f"--operator={operator}", f"--mochaos-cluster={cluster}"]
     if keyword:
         args += ["-k", keyword]
-    args += ["--reports-dir", str(reports_dir), "--junitxml", str(reports_dir / "junit.xml")]
+    args += [
+        "--mochaos-reports-dir",
+        str(reports_dir),
+        "--junitxml",
+        str(reports_dir / "junit.xml"),
+    ]
     return [*args, "-p", "no:cacheprovider", *extra_args]
 
 
@@ -250,6 +259,9 @@ def qualify(
                 nodeid, ScenarioRecord(nodeid=nodeid, outcomes=[MISSING] * len(runs))
             )
             record.outcomes[index] = str(test.get("outcome", "error"))
+            record.finalize_retries.append(int(test.get("max_finalize_retries") or 0))
+            if test.get("duration"):
+                record.durations.append(round(float(test["duration"]), 1))
             for verdict in test.get("verdicts", []):
                 invariant = verdict.get("invariant")
                 if verdict.get("status") == "fail" and invariant not in record.failed_invariants:

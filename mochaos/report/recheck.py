@@ -13,11 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
 from mochaos.invariants import evaluate
-from mochaos.invariants.options import override, run_options, validate_options
+from mochaos.invariants.options import override, validate_options
 from mochaos.report.summary import RESULT_FILE
-from mochaos.types import CheckOptions, History, Verdict
+from mochaos.types import History, Verdict
 
 _HINT = "give the history.jsonl (or .jsonl.gz) of a test's folder under reports/<run>/"
 
@@ -42,12 +43,12 @@ def recorded_options(history_path: Path) -> tuple[CheckOptions, str]:
     """The options of the run that wrote the history, and where they came from."""
     result = history_path.parent / RESULT_FILE
     if not result.is_file():
-        return run_options(), f"the run options' defaults ({RESULT_FILE} not found)"
+        return CheckOptions(), f"the run options' defaults ({RESULT_FILE} not found)"
     try:
         data: Any = json.loads(result.read_text(encoding="utf-8"))
         recorded = data.get("check_options") if isinstance(data, dict) else None
         if not recorded:
-            return run_options(), f"the run options' defaults ({RESULT_FILE} names none)"
+            return CheckOptions(), f"the run options' defaults ({RESULT_FILE} names none)"
         options = CheckOptions(**recorded)
         validate_options(options)
     except (OSError, ValueError, TypeError) as err:

@@ -89,7 +89,7 @@ class Actions:
 
     # -- recording -------------------------------------------------------------
 
-    def _record(
+    def record(
         self,
         action: str,
         kind: str,
@@ -97,9 +97,15 @@ class Actions:
         *,
         params: dict[str, Any] | None = None,
         trigger: Fired | None = None,
+        write_rv: int | None = None,
+        error: str | None = None,
         component: str = "chaos",
         intent: bool = False,
     ) -> ActionRecord:
+        """Record an action (one this class wrote, or one made elsewhere, e.g. sessions).
+
+        ``intent``: recorded before the write is sent, completed when it returns.
+        """
         return self._recorder.record_action(
             action=action,
             kind=kind,
@@ -107,13 +113,15 @@ class Actions:
             params=params or {},
             trigger=trigger.name if trigger else None,
             trigger_rv=trigger.rv if trigger else None,
+            write_rv=write_rv,
+            error=error,
             component=component,
             intent=intent,
         )
 
     def _write(self, action: str, kind: str, name: str, call, **record: Any) -> ActionRecord:
         """Record the intent, send the write, complete the record with its result."""
-        intent = self._record(action, kind, name, intent=True, **record)
+        intent = self.record(action, kind, name, intent=True, **record)
         done = self._recorder.complete_action
         try:
             result = call()
@@ -246,16 +254,16 @@ class Actions:
     def restart_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
         """Stop and start the operator (a fresh list/watch enqueues every object once)."""
         self._need_operator("restart_operator").restart()
-        return self._record("restart_operator", "Operator", "operator", trigger=trigger)
+        return self.record("restart_operator", "Operator", "operator", trigger=trigger)
 
     def pause_operator(self, seconds: float, *, trigger: Fired | None = None) -> ActionRecord:
         """Freeze the operator for ``seconds`` (it resumes on its own)."""
         self._need_operator("pause_operator").pause(seconds)
-        return self._record(
+        return self.record(
             "pause_operator", "Operator", "operator", params={"seconds": seconds}, trigger=trigger
         )
 
     def kill_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
         """Kill the operator without letting it clean up (it stays down)."""
         self._need_operator("kill_operator").kill()
-        return self._record("kill_operator", "Operator", "operator", trigger=trigger)
+        return self.record("kill_operator", "Operator", "operator", trigger=trigger)

@@ -14,6 +14,7 @@ import random
 import threading
 from dataclasses import dataclass, field
 
+from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive
 from mochaos.observe.recorder import Recorder
 from mochaos.scenario.actions import Actions, Fired
@@ -46,12 +47,17 @@ class UnitAgent:
     """Sends migration requests like the platform agent, with its 5 s retry loop."""
 
     def __init__(
-        self, actions: Actions, recorder: Recorder, *, rng: random.Random, time_scale: float = 1.0
+        self,
+        actions: Actions,
+        recorder: Recorder,
+        *,
+        rng: random.Random,
+        options: CheckOptions | None = None,
     ) -> None:
         self._actions = actions
         self._recorder = recorder
         self._rng = rng
-        self.retry_interval = RETRY_INTERVAL * time_scale
+        self.retry_interval = (options or CheckOptions()).scaled(RETRY_INTERVAL)
         self.migrations: list[Migration] = []
 
     def pick_target(self, claim: str, *, state: State | None = None) -> str:

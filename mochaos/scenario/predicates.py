@@ -27,6 +27,11 @@ def name_of(pred: Predicate) -> str:
     return getattr(pred, "name", getattr(pred, "__name__", "predicate"))
 
 
+def all_of(*preds: Predicate) -> Predicate:
+    """Every predicate holds (named after them)."""
+    return named(" and ".join(name_of(p) for p in preds), lambda s: all(p(s) for p in preds))
+
+
 def pod_phase(state: State, pod: str) -> str | None:
     """The pod's pool phase label, or None when the pod does not exist."""
     obj = state.get("Pod", pod)

@@ -66,12 +66,25 @@ def build_s1(sc: Scenario, *, max_idle: int = 2) -> tuple[str, str]:
     x, y = sc.claimset("s1", replicas=2)
     c = sc.pod_of(y)
     sc.set_sessions(c, 1)
-    sc.wait(deletion_cost_is(c, "1"), timeout=sc.ts(45) + 10)
+    sc.wait(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
     return x, y
 
 
 def build_seed(sc: Scenario) -> SeedTopology:
-    """S1 = {X, Y} as in :func:`build_s1`, then S2 = {Z} bound to a newer pod B."""
-    x, y = build_s1(sc)
-    (z,) = sc.claimset("s2", replicas=1)
-    return SeedTopology(x=x, y=y, z=z, a=sc.pod_of(x), b=sc.pod_of(z), c=sc.pod_of(y))
+    """S1 = {X, Y} and S2 = {Z}, all bound; Y's pod serves one session.
+
+    Independent waits overlap: the pool warms up three idle pods at once (one warm-up,
+    not one per claim set) and both sets bind from them together. C's deletion cost is
+    awaited before returning: a scale-in before the store published it would let
+    creation-time luck, not sessions, pick the victim. The topology means the same as
+    building the sets one by one.
+    """
+    sc.pool("pool", max_idle=3)
+    sc.claimset("s1", replicas=2, wait=False)
+    sc.claimset("s2", replicas=1, wait=False)
+    x, y = sc.bound_claims("s1", 2)
+    (z,) = sc.bound_claims("s2", 1)
+    c = sc.pod_of(y)
+    sc.set_sessions(c, 1)
+    sc.wait(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
+    return SeedTopology(x=x, y=y, z=z, a=sc.pod_of(x), b=sc.pod_of(z), c=c)

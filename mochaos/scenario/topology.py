@@ -12,19 +12,17 @@ from typing import Any
 from mochaos.types import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL
 
 
-def cn_pool(
-    name: str, *, run_id: str, max_idle: int, template: dict[str, Any] | None = None,
-    deps: dict[str, Any] | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """A CNPool keeping ``max_idle`` idle CN pods (template/deps matter on real clusters only)."""
+def cn_pool(name: str, *, run_id: str, max_idle: int) -> dict[str, Any]:
+    """A CNPool keeping ``max_idle`` idle CN pods; a real cluster's target overlays its
+    template, deps, pod labels and maxPods (mochaos.operator.matrixone.topology.PoolSpec)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "CNPool",
         "metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id}},
         "spec": {
-            "template": template or {"image": "matrixorigin/matrixone:mochaos-model"},
+            "template": {"image": "matrixorigin/matrixone:mochaos-model"},
             "podLabels": {RUN_ID_LABEL: run_id},
-            "deps": deps or {"logSet": {"metadata": {"name": "mochaos"}}},
+            "deps": {"logSet": {"metadata": {"name": "mochaos"}}},
             "strategy": {"updateStrategy": {}, "scaleStrategy": {"maxIdle": max_idle}},
         },
     }

@@ -21,10 +21,10 @@ def test_operator_restart_during_finalize(scenario: Scenario, seed: SeedTopology
     """Scale in during the drain, then restart the operator at its first finalize."""
     sc = scenario
     sc.agent.request_migration(seed.x, target=seed.b)
-    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.ts(60) + 10)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
-    finalizing = sc.when_logged(FINALIZE_ATTEMPT, timeout=sc.ts(30) + 10)
-    sc.actions.restart_operator(trigger=finalizing)
+    finalizing = sc.when_logged(FINALIZE_ATTEMPT, timeout=sc.waits.log_line)
+    sc.restart_operator(trigger=finalizing)
     sc.settle()
     sc.epilogue()
     sc.verdict()

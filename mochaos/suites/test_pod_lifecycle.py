@@ -20,7 +20,7 @@ def test_pod_lost_while_bound(scenario: Scenario):
     sc = scenario
     sc.pool("pool", max_idle=1)
     x = sc.claim("x")
-    bound = sc.when(claim_bound(x), timeout=sc.ts(30) + 10)
+    bound = sc.when(claim_bound(x), timeout=sc.waits.bind)
     sc.delete_pod(sc.pod_of(x), trigger=bound)
     sc.settle()
     sc.epilogue()
@@ -41,7 +41,7 @@ def test_label_removed_then_pod_deleted(scenario: Scenario):
                 (p := s.get("Pod", pod)) is not None and CLAIMED_BY_LABEL not in obj_labels(p)
             ),
         ),
-        timeout=sc.ts(30) + 10,
+        timeout=sc.waits.bind,
     )
     sc.delete_pod(pod, trigger=unlabelled)
     sc.settle()

@@ -22,7 +22,7 @@ def test_scalein_during_migration(scenario: Scenario, seed: SeedTopology):
     """The seed scenario, as in the bug report's own reproduction."""
     sc = scenario
     sc.agent.request_migration(seed.x, target=seed.b)
-    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.ts(60) + 10)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
     sc.settle()
     sc.epilogue()
@@ -37,9 +37,9 @@ def test_scalein_during_migration_race(scenario: Scenario):
     sc.idle_pods("pool", at_least=1)
     target = sc.agent.pick_target(x)
     sc.claimset("s2", replicas=1)
-    held = sc.when(held_by_set(target, "s2"), timeout=sc.ts(60) + 10)
+    held = sc.when(held_by_set(target, "s2"), timeout=sc.waits.migration_phase)
     sc.agent.request_migration(x, target=target, trigger=held)
-    draining = sc.when(source_draining(x, a), timeout=sc.ts(60) + 10)
+    draining = sc.when(source_draining(x, a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
     sc.settle()
     sc.epilogue()
@@ -51,7 +51,9 @@ def test_scalein_during_migration_sweep(scenario: Scenario, seed: SeedTopology, 
     """The seed scenario with the scale-in injected at each phase of the migration."""
     sc = scenario
     sc.agent.request_migration(seed.x, target=seed.b)
-    reached = sc.when(MIGRATION_PHASES[phase](seed.x, seed.a, seed.b), timeout=sc.ts(120) + 10)
+    reached = sc.when(
+        MIGRATION_PHASES[phase](seed.x, seed.a, seed.b), timeout=sc.waits.migration_phase
+    )
     sc.scale_claimset("s1", replicas=1, trigger=reached)
     sc.settle()
     sc.epilogue()

@@ -70,7 +70,7 @@ def test_a_context_not_allow_listed_is_refused_before_any_connection(
         ExistingProvider(kubeconfig=kubeconfig, context=None, allow_contexts=["dev-sandbox"])
     assert str(info.value) == (
         "context 'shared-prod' is not allow-listed (allowed: dev-sandbox): "
-        "pass --allow-context=shared-prod if chaos may run on that cluster"
+        "pass --mochaos-allow-context=shared-prod if chaos may run on that cluster"
     )
     assert info.value.exit_code == EXIT_USAGE
     assert connections(listener) == 0
@@ -130,7 +130,7 @@ def test_an_allow_listed_context_missing_from_the_file_is_refused(tmp_path: Path
 
 
 def test_an_unreadable_kubeconfig_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"^cannot read kubeconfig .*: pass --kubeconfig"):
+    with pytest.raises(UsageError, match=r"^cannot read kubeconfig .*: pass --mochaos-kubeconfig"):
         ExistingProvider(kubeconfig=tmp_path / "missing", context="x", allow_contexts=["x"])
     bad = tmp_path / "bad"
     bad.write_text("contexts: [unclosed")
@@ -140,7 +140,7 @@ def test_an_unreadable_kubeconfig_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_no_current_context_needs_an_explicit_one(tmp_path: Path) -> None:
     kubeconfig = write_kubeconfig(tmp_path / "config", "https://10.255.255.1:6443", current="")
-    with pytest.raises(UsageError, match="names no current context: pass --context"):
+    with pytest.raises(UsageError, match="names no current context: pass --mochaos-context"):
         ExistingProvider(kubeconfig=kubeconfig, context=None, allow_contexts=["dev-sandbox"])
 
 

@@ -9,37 +9,55 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.cluster.commands import RecordingRunner, Result
-from mochaos.cluster.kind import (
+from mochaos.cluster.kind import KindProvider
+from mochaos.cluster.kind_config import (
     AUDIT_POLICY,
     NODE_IMAGE,
     NODE_LOG_DIR,
     NODE_POLICY_DIR,
-    DockerEngine,
-    KindProvider,
     PortMapping,
-    check_engine,
     kind_config,
     node_kubernetes_version,
-    pull_progress,
-    split_ref,
 )
 from mochaos.errors import EXIT_INFRA, InfraError, UsageError
+from mochaos.tooling.runner import RecordingRunner, Result
 
 KIND_OK = "kind v0.33.0 go1.26.8 linux/amd64\n"
+
+
+CLASSIC = {
+    "ServerVersion": "28.2.2",
+    "CgroupVersion": "2",
+    "Driver": "overlay2",
+    "DriverStatus": [["Backing Filesystem", "extfs"], ["Supports d_type", "true"]],
+    "Architecture": "x86_64",
+}
+CONTAINERD = {
+    **CLASSIC,
+    "ServerVersion": "29.1.3",
+    "Driver": "overlayfs",
+    "DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]],
+}
 
 
 class FakeEngine:
     """A Docker engine that answers from memory and records what was asked."""
 
-    def __init__(self, *, version: str = "28.2.2", images: Sequence[str] = ()) -> None:
-        self.version = version
+    def __init__(
+        self,
+        *,
+        info: dict | None = None,
+        images: Sequence[str] = (),
+        exec_answer: tuple[int, str] = (0, ""),
+    ) -> None:
+        self._info = dict(info or CLASSIC)
         self.images = set(images)
         self.pulled: list[str] = []
         self.execs: list[tuple[str, list[str]]] = []
+        self.exec_answer = exec_answer
 
-    def server_version(self) -> str:
-        return self.version
+    def info(self) -> dict:
+        return self._info
 
     def has_image(self, ref: str) -> bool:
         return ref in self.images
@@ -51,7 +69,7 @@ class FakeEngine:
 
     def exec(self, container: str, argv: Sequence[str]) -> tuple[int, str]:
         self.execs.append((container, list(argv)))
-        return 0, ""
+        return self.exec_answer
 
 
 def tools_dir(tmp_path: Path, *names: str) -> str:
@@ -67,11 +85,11 @@ def tools_dir(tmp_path: Path, *names: str) -> str:
 
 def provider(tmp_path: Path, runner: RecordingRunner, **kw) -> KindProvider:
     kw.setdefault("engine", FakeEngine())
+    kw.setdefault("progress", lambda line: None)
     return KindProvider(
         runner=runner,
         state_dir=tmp_path / "state",
         search_path=tools_dir(tmp_path, "kind", "docker"),
-        progress=lambda line: None,
         **kw,
     )
 
@@ -227,7 +245,8 @@ def test_load_image_pulls_only_when_missing(tmp_path: Path) -> None:
     p.load_image("matrixorigin/matrixone-operator:nightly-abc1234-20260601")
     p.load_image("matrixorigin/matrixone:1.2.3")
     assert engine.pulled == ["matrixorigin/matrixone-operator:nightly-abc1234-20260601"]
-    assert [c for c in runner.commands() if c.startswith("kind load")] == [
+    # The classic image store: kind's own docker-image load works.
+    assert [c for c in runner.commands() if c.startswith(("kind load", "docker"))] == [
         "kind load docker-image --name mochaos "
         "matrixorigin/matrixone-operator:nightly-abc1234-20260601",
         "kind load docker-image --name mochaos matrixorigin/matrixone:1.2.3",
@@ -241,6 +260,32 @@ def test_down_deletes_unless_the_cluster_is_kept(tmp_path: Path) -> None:
     provider(tmp_path, runner).down()
     kubeconfig = tmp_path / "state" / "mochaos" / "kubeconfig"
     assert runner.commands()[-1] == f"kind delete cluster --name mochaos --kubeconfig {kubeconfig}"
+
+
+def test_down_empties_the_root_owned_audit_log_directory_through_the_node_first(
+    tmp_path: Path,
+) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    engine = FakeEngine()
+    provider(tmp_path, runner, engine=engine).down()
+    # The node (root) deletes what the apiserver wrote; the host user can then remove the rest.
+    assert engine.execs == [
+        ("mochaos-control-plane", ["sh", "-c", 'rm -rf -- "$1"/*', "sh", NODE_LOG_DIR])
+    ]
+    assert runner.commands()[-1].startswith("kind delete cluster --name mochaos")
+
+
+def test_down_says_how_to_remove_the_audit_log_when_the_node_cannot(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    lines: list[str] = []
+    engine = FakeEngine(exec_answer=(1, "No such container: mochaos-control-plane"))
+    provider(tmp_path, runner, engine=engine, progress=lines.append).down()
+    log_dir = tmp_path / "state" / "mochaos" / "audit" / "log"
+    assert lines == [
+        "could not empty the audit log directory in node mochaos-control-plane "
+        f"(No such container: mochaos-control-plane); remove {log_dir} as root"
+    ]
+    assert runner.commands()[-1].startswith("kind delete cluster")
 
 
 def test_missing_kind_is_an_infra_error_naming_the_install_command(tmp_path: Path) -> None:
@@ -271,21 +316,6 @@ def test_missing_docker_cli_is_an_infra_error(tmp_path: Path) -> None:
     )
 
 
-def test_unreachable_docker_engine_is_an_infra_error() -> None:
-    with pytest.raises(InfraError) as info:
-        DockerEngine(environment={"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"})
-    assert str(info.value).startswith("Docker engine not reachable (")
-    assert str(info.value).endswith(
-        ": start Docker (kind and MinIO need it) or use --cluster=local"
-    )
-
-
-def test_old_docker_engine_is_refused() -> None:
-    with pytest.raises(InfraError, match=r"^Docker Engine 19\.03\.12 is too old"):
-        check_engine(FakeEngine(version="19.03.12"))
-    assert check_engine(FakeEngine(version="20.10.0")) == "20.10.0"
-
-
 def test_a_failing_kind_create_is_an_infra_error_with_its_reason(tmp_path: Path) -> None:
     failure = Result(("kind",), 1, "", "ERROR: failed to create cluster: node(s) already exist")
     runner = RecordingRunner({"kind version": KIND_OK, "kind create cluster": failure})
@@ -296,47 +326,84 @@ def test_a_failing_kind_create_is_an_infra_error_with_its_reason(tmp_path: Path)
     )
 
 
-# -- image references and pull progress ---------------------------------------------------
+# -- the engine's properties decide before kind runs ------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("ref", "parts"),
-    [
-        (
-            "matrixorigin/matrixone-operator:nightly-abc-20260601",
-            ("matrixorigin/matrixone-operator", "nightly-abc-20260601"),
-        ),
-        ("localhost:5000/mo/op:dev", ("localhost:5000/mo/op", "dev")),
-        ("localhost:5000/mo/op", ("localhost:5000/mo/op", "latest")),
-        ("busybox", ("busybox", "latest")),
-    ],
-    ids=["hub", "registry-with-port", "registry-with-port-no-tag", "bare-name"],
-)
-def test_split_ref(ref: str, parts: tuple[str, str]) -> None:
-    assert split_ref(ref) == parts
+def test_a_cgroup_v1_host_is_refused_before_any_kind_command(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    engine = FakeEngine(info={**CLASSIC, "ServerVersion": "28.2.2", "CgroupVersion": "1"})
+    with pytest.raises(InfraError) as info:
+        provider(tmp_path, runner, engine=engine).ensure_cluster()
+    assert str(info.value).startswith(
+        "the Docker host reports cgroup v1; the kind node's kubelet (Kubernetes >= 1.35) "
+        "refuses to start without cgroup v2: "
+    )
+    assert runner.commands() == ["kind version"]
 
 
-def test_split_ref_refuses_digests() -> None:
-    with pytest.raises(UsageError, match="uses a digest"):
-        split_ref("repo/op@sha256:" + "0" * 64)
+def test_a_recent_engine_on_cgroup_v2_passes(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "\n"})
+    assert provider(tmp_path, runner).ensure_cluster() is True
 
 
-def test_pull_progress_reports_finished_layers_and_status() -> None:
-    events = [
-        {"status": "Pulling from mo/op", "id": "dev"},
-        {"status": "Pulling fs layer", "id": "a"},
-        {"status": "Pulling fs layer", "id": "b"},
-        {"status": "Downloading", "id": "a", "progressDetail": {"current": 1, "total": 2}},
-        {"status": "Pull complete", "id": "a"},
-        {"status": "Already exists", "id": "b"},
-        {"status": "Digest: sha256:abc"},
-        {"status": "Status: Downloaded newer image for mo/op:dev"},
+# -- loading images the way the image store allows -----------------------------------------------
+
+
+def test_load_image_on_the_containerd_store_saves_one_platform_and_loads_the_archive(
+    tmp_path: Path,
+) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    lines: list[str] = []
+    ref = "matrixorigin/matrixone-operator:nightly-abc1234-20260601"
+    p = provider(tmp_path, runner, engine=FakeEngine(info=CONTAINERD, images=[ref]),
+                 progress=lines.append)  # fmt: skip
+    p.load_image(ref)
+    archive = (
+        tmp_path
+        / "state"
+        / "mochaos"
+        / "images"
+        / ("matrixorigin_matrixone-operator_nightly-abc1234-20260601.tar")
+    )
+    assert runner.commands()[1:] == [
+        f"docker image save --platform linux/amd64 --output {archive} {ref}",
+        f"kind load image-archive --name mochaos {archive}",
     ]
-    assert list(pull_progress("mo/op:dev", events)) == [
-        "pulling mo/op:dev: 1/2 layers done",
-        "pulling mo/op:dev: 2/2 layers done",
-        "pulling mo/op:dev: Digest: sha256:abc",
-        "pulling mo/op:dev: Status: Downloaded newer image for mo/op:dev",
-    ]
-    with pytest.raises(InfraError, match="pulling x:y failed: manifest unknown"):
-        list(pull_progress("x:y", [{"error": "manifest unknown"}]))
+    assert lines[-1].startswith(f"{ref}: loaded (containerd image store: a single-platform")
+
+
+def test_load_image_uses_the_nodes_platform(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    arm = {**CONTAINERD, "Architecture": "aarch64"}
+    provider(tmp_path, runner, engine=FakeEngine(info=arm, images=["r/x:1"])).load_image("r/x:1")
+    assert "--platform linux/arm64" in runner.commands()[1]
+
+
+def test_load_image_leaves_the_image_to_the_nodes_when_the_export_is_impossible(
+    tmp_path: Path,
+) -> None:
+    failure = Result(("docker",), 125, "", "unknown flag: --platform\n")
+    runner = RecordingRunner({"kind version": KIND_OK, "docker image save": failure})
+    lines: list[str] = []
+    p = provider(tmp_path, runner, engine=FakeEngine(info=CONTAINERD, images=["r/x:1"]),
+                 progress=lines.append)  # fmt: skip
+    p.load_image("r/x:1")
+    assert not [c for c in runner.commands() if c.startswith("kind load")]
+    assert lines[0] == (
+        "not loading r/x:1 into kind: containerd image store and `docker image save "
+        "--platform` failed: unknown flag: --platform; the nodes will pull it"
+    )
+
+
+def test_a_failing_archive_load_names_the_method_and_the_reason(tmp_path: Path) -> None:
+    failure = Result(("kind",), 1, "", "ERROR: failed to load image: no nodes found\n")
+    runner = RecordingRunner({"kind version": KIND_OK, "kind load image-archive": failure})
+    p = provider(tmp_path, runner, engine=FakeEngine(info=CONTAINERD, images=["r/x:1"]))
+    with pytest.raises(InfraError) as info:
+        p.load_image("r/x:1")
+    assert str(info.value).startswith(
+        "kind load image-archive r/x:1 (containerd image store: a single-platform linux/amd64 "
+        "archive, since `kind load docker-image` fails on multi-platform images there) failed "
+        "(exit 1): failed to load image: no nodes found: "
+    )
+    assert not list((tmp_path / "state" / "mochaos" / "images").iterdir())

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster.commands import SubprocessRunner, check_version
-from mochaos.cluster.kind import KIND, KIND_VERSION, KindProvider
+from mochaos.cluster.kind import KIND, KindProvider
+from mochaos.cluster.kind_config import KIND_VERSION
 from mochaos.errors import EXIT_INFRA, InfraError
 from mochaos.paths import cache_dir
+from mochaos.tooling.runner import SubprocessRunner
+from mochaos.tooling.tools import check_version
 
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"}
 
@@ -26,8 +28,9 @@ NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/mochaos/docker.sock"}
 class ClaimsToBeUp:
     """An engine stand-in that says yes, so the real kind CLI is what fails."""
 
-    def server_version(self) -> str:
-        return "28.2.2"
+    def info(self) -> dict:
+        return {"ServerVersion": "28.2.2", "CgroupVersion": "2", "Driver": "overlay2",
+                "Architecture": "x86_64"}  # fmt: skip
 
     def has_image(self, ref: str) -> bool:
         return True
@@ -98,5 +101,32 @@ def test_real_kind_load_of_a_missing_image_is_an_infra_error(
     with pytest.raises(InfraError) as info:
         provider.load_image("mochaos/not-there:v0")
     assert str(info.value).startswith(
-        "kind load docker-image mochaos/not-there:v0 failed (exit 1): "
+        "kind load docker-image mochaos/not-there:v0 (classic (overlay2) image store) failed "
+        "(exit 1): "
     )
+
+
+def test_real_kind_against_the_real_engine_lists_clusters_and_refuses_a_cgroup_v1_host(
+    kind_dir: Path, tmp_path: Path
+) -> None:
+    from mochaos.cluster.docker_engine import DockerEngine, parse_info
+
+    try:
+        engine = DockerEngine()
+    except InfraError as err:
+        pytest.skip(f"no Docker engine reachable: {err}")
+    if parse_info(engine.info()).cgroup_version == "2":
+        pytest.skip("a cgroup v2 host: ensure_cluster would create a real cluster")
+    provider = KindProvider(
+        name="mochaos-cli-test",
+        runner=SubprocessRunner(progress=None, log_path=tmp_path / "cmd.log"),
+        state_dir=tmp_path,
+        search_path=f"{kind_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    # The real kind CLI reaches the real engine...
+    assert "mochaos-cli-test" not in provider._existing_clusters(provider.kind())
+    # ...and the host's cgroup v1 stops the run before kind creates anything.
+    with pytest.raises(InfraError, match="reports cgroup v1") as info:
+        provider.ensure_cluster()
+    assert info.value.exit_code == EXIT_INFRA
+    assert not (tmp_path / "mochaos-cli-test" / "kind-config.yaml").exists()

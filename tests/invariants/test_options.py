@@ -6,25 +6,13 @@ import dataclasses
 
 import pytest
 
+from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
-from mochaos.invariants.options import override, run_options, validate_options
-from mochaos.types import CheckOptions
-
-
-def test_run_options_scale_operator_seconds_to_wall_seconds():
-    assert run_options() == CheckOptions(
-        finalize_timeout=60, retry_budget=10, retry_window=60, grace=20,
-        migration_timeout=120, converge_timeout=60, time_scale=1,
-    )  # fmt: skip
-    fast = run_options(time_scale=0.5, finalize_timeout=30, retry_budget=3, migration_timeout=50)
-    assert fast == CheckOptions(
-        finalize_timeout=15, retry_budget=3, retry_window=15, grace=10,
-        migration_timeout=25, converge_timeout=30, time_scale=0.5,
-    )  # fmt: skip
+from mochaos.invariants.options import override, validate_options
 
 
 def test_override_keeps_what_is_not_given():
-    recorded = run_options(time_scale=0.2)
+    recorded = CheckOptions.from_operator_time(time_scale=0.2)
     assert override(recorded) == recorded
     budget = override(recorded, retry_budget=3)
     assert budget == dataclasses.replace(recorded, retry_budget=3)
@@ -36,11 +24,11 @@ def test_override_keeps_what_is_not_given():
 
 
 def test_a_new_time_scale_rescales_every_threshold_not_given():
-    recorded = run_options(time_scale=0.2)
-    assert override(recorded, time_scale=1) == run_options()
+    recorded = CheckOptions.from_operator_time(time_scale=0.2)
+    assert override(recorded, time_scale=1) == CheckOptions.from_operator_time()
     both = override(recorded, time_scale=2, finalize_timeout=10)
     assert both == dataclasses.replace(
-        run_options(time_scale=2), finalize_timeout=20, retry_window=20
+        CheckOptions.from_operator_time(time_scale=2), finalize_timeout=20, retry_window=20
     )
 
 
@@ -84,6 +72,6 @@ def test_zero_thresholds_are_valid():
 
 def test_override_refuses_a_time_scale_that_is_not_positive():
     with pytest.raises(UsageError, match="time_scale=0 is not positive"):
-        override(run_options(), time_scale=0)
+        override(CheckOptions.from_operator_time(), time_scale=0)
     with pytest.raises(UsageError, match="retry_budget=-2 is negative"):
-        override(run_options(), retry_budget=-2)
+        override(CheckOptions.from_operator_time(), retry_budget=-2)

@@ -11,7 +11,7 @@ from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind
 
-OPTIONS = CheckOptions()
+OPTIONS = CheckOptions(grace=15, migration_timeout=300)
 SEED_FAILURES = {
     "finalizer-completes",
     "no-label-residue",

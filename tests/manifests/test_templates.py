@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.cluster.commands import MANIFESTS, render_manifest
 from mochaos.errors import UsageError
+from mochaos.tooling.apply import MANIFESTS, render_manifest
 from mochaos.types import RUN_ID_LABEL
 
 TEMPLATES = sorted(p for p in MANIFESTS.rglob("*.yaml") if "${" in p.read_text())

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.model.kube import Kube, NotFound
-from mochaos.operator.crd_source import crds
+from mochaos.operator.crds import own_crds
 from mochaos.types import Cluster
 
 from .scene import SCALE, ModelProcess, Scene, start_model
@@ -35,7 +35,7 @@ def _established(api: Kube, name: str) -> bool:
 def model_api(cluster: Cluster) -> Kube:
     """An API client for the tests' own writes, with the CRDs in place."""
     api = Kube(str(cluster.kubeconfig), user_agent="mochaos/test-model")
-    _, docs = crds()
+    docs = own_crds().docs
     for doc in docs:
         name = doc["metadata"]["name"]
         if not _established(api, name):

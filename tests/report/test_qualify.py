@@ -34,7 +34,7 @@ class FakePytest:
     def __call__(self, args: list[str]) -> int:
         i = len(self.calls)
         self.calls.append(args)
-        reports = Path(args[args.index("--reports-dir") + 1])
+        reports = Path(args[args.index("--mochaos-reports-dir") + 1])
         outcomes = self.plan[i]
         run = rundir.create_run_dir(reports, rundir.new_run_id())
         for nodeid, outcome in outcomes.items():
@@ -95,10 +95,10 @@ def test_all_passed_exits_0_and_passes_the_right_arguments(tmp_path, suites, cap
     assert fake.calls[1] == [
         str(suites),
         "--operator=model:fixed",
-        "--cluster=local",
+        "--mochaos-cluster=local",
         "-k",
         "scalein",
-        "--reports-dir",
+        "--mochaos-reports-dir",
         str(qdir / "runs" / "2"),
         "--junitxml",
         str(qdir / "runs" / "2" / "junit.xml"),

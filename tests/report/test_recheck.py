@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.cli import main
-from mochaos.invariants.options import run_options
+from mochaos.config import CheckOptions
 from mochaos.types import History, LogRecord, ScenarioResult
 
 DATA = Path(__file__).with_name("data")
@@ -25,7 +25,7 @@ def _captured(folder: Path, *, options: bool = True) -> Path:
     shutil.copy(DATA / f"{CAPTURED}.history.jsonl.gz", history)
     result = json.loads((DATA / f"{CAPTURED}.case.json").read_text(encoding="utf-8"))["result"]
     if options:
-        result["check_options"] = asdict(run_options(time_scale=0.2))
+        result["check_options"] = asdict(CheckOptions.from_operator_time(time_scale=0.2))
     (folder / "result.json").write_text(json.dumps(result), encoding="utf-8")
     return history
 

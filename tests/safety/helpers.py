@@ -44,9 +44,10 @@ def child_env(**extra: str) -> dict[str, str]:
 def pytest_command(tmp_path: Path, *args: str) -> list[str]:
     """``python -m pytest <args>`` with a JUnit file and reports folder under ``tmp_path``."""
     return [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+        # One scenario at a time unless a test asks for workers (a later -n wins).
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
         "--time-scale", TIME_SCALE, "--junitxml", str(tmp_path / "junit.xml"),
-        "--reports-dir", str(tmp_path / "reports"), *args,
+        "--mochaos-reports-dir", str(tmp_path / "reports"), *args,
     ]  # fmt: skip
 
 

@@ -73,7 +73,7 @@ def test_an_apiserver_restart_mid_scenario_loses_no_history(child, private_clust
     for action in writes:
         assert isinstance(action, ActionRecord)
         assert (action.kind, action.name, action.write_rv) in seen, action
-    (gap_write,) = (a for a in history.actions("annotate_pod"))
+    (gap_write,) = (a for a in history.actions("set_sessions"))
     assert gap_write.seq > started
     after = [e for e in history if isinstance(e, Change) and e.seq > started]
     assert any(c.kind == "CNClaim" for c in after), "no claim change after the restart"

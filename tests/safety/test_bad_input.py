@@ -1,5 +1,7 @@
-"""Bad input: one line saying what is wrong and what to do, reported as an error, never a
-failure; ``qualify`` exits 2 for a bad target and 3 when the runs themselves error.
+"""Bad input: one line saying what is wrong and what to do, never a failure. Settings are
+checked before any test (pytest's usage-error status 4); what only shows once the run
+works (an apiserver, a build, a port) is a test error naming the phase it happened in.
+``qualify`` exits 2 for a bad target and 3 when the runs themselves error.
 
 Each case runs the shortest suite scenario in a child pytest, as a user would.
 """
@@ -17,10 +19,10 @@ import pytest
 import yaml
 
 from mochaos.cluster.local import LocalProvider
-from mochaos.errors import UsageError
-from mochaos.operator.binary_target import BinaryTarget
+from mochaos.errors import InfraError
+from mochaos.operator.process import OperatorProcess
 from mochaos.procs import cmdline
-from mochaos.types import Cluster
+from mochaos.types import Waits
 
 from .helpers import (
     ROOT,
@@ -33,8 +35,10 @@ from .helpers import (
     wait_until,
 )
 
-USAGE = "mo-chaos usage error: "
-INFRA = "mo-chaos infrastructure error: "
+USAGE = "mo-chaos usage error in phase '"
+INFRA = "mo-chaos infrastructure error in phase '"
+PYTEST_USAGE = 4
+"""pytest's exit status for a usage error (bad options, found before any test)."""
 
 
 @pytest.fixture
@@ -90,8 +94,20 @@ def one_line_error(run: ChildRun, kind: str, *needles: str) -> str:
     for needle in needles:
         assert needle in line, (needle, line)
     # "what is wrong: what to do": a hint after the reason.
-    assert ": " in line.removeprefix(kind), line
+    assert ": " in line.removeprefix(kind).split("': ", 1)[1], line
     assert run.exit_code == 1, run.output[-2000:]
+    return line
+
+
+def refused_at_start(run: ChildRun, *needles: str) -> str:
+    """Assert the run stopped before any test with pytest's usage status and one line."""
+    assert run.exit_code == PYTEST_USAGE, run.output[-2000:]
+    lines = [ln for ln in run.output.strip().splitlines() if ln.strip()]
+    (line,) = [ln for ln in lines if "mo-chaos:" in ln]
+    assert line.startswith("ERROR: mo-chaos: "), line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    assert ": " in line.removeprefix("ERROR: mo-chaos: "), line
     return line
 
 
@@ -101,42 +117,68 @@ def suites(child, *args: str, env: dict[str, str] | None = None) -> ChildRun:
 
 def test_unknown_operator_scheme(child):
     run = suites(child, "--operator=foo:bar")
-    one_line_error(run, USAGE, "unknown operator target 'foo:bar'", "use model:<profile>")
+    refused_at_start(run, "unknown operator target 'foo:bar'", "use model:<profile>")
 
 
 def test_model_profile_that_does_not_exist(child):
     run = suites(child, "--operator=model:nope")
-    one_line_error(run, USAGE, "unknown model profile 'nope'", "use model:")
+    refused_at_start(run, "unknown model profile 'nope'", "use model:")
+
+
+def test_a_setting_from_the_environment_is_checked_too(child):
+    run = suites(child, env=child_env(MOCHAOS_FINALIZE_TIMEOUT="soon"))
+    refused_at_start(run, "MOCHAOS_FINALIZE_TIMEOUT='soon'")
+
+
+def test_the_time_scale_is_refused_for_a_real_operator(child, tmp_path):
+    binary = tmp_path / "manager"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    run = suites(child, f"--operator=binary:{binary}", f"--operator-crds={tmp_path}",
+                 "--time-scale=0.5")  # fmt: skip
+    refused_at_start(run, "intervals are compiled in", "drop --time-scale")
 
 
 def test_missing_kubeconfig(child, tmp_path):
     missing = tmp_path / "no-such-kubeconfig"
-    run = suites(child, "--cluster=existing", f"--kubeconfig={missing}", "--allow-context=dead")
-    one_line_error(run, USAGE, f"cannot read kubeconfig {missing}", "pass --kubeconfig")
+    run = suites(
+        child,
+        "--mochaos-cluster=existing",
+        f"--mochaos-kubeconfig={missing}",
+        "--mochaos-allow-context=dead",
+    )
+    refused_at_start(run, f"cannot read kubeconfig {missing}", "pass --mochaos-kubeconfig")
 
 
 def test_context_missing_from_the_kubeconfig(child, tmp_path, closed_port):
     config = kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port}")
-    run = suites(child, "--cluster=existing", f"--kubeconfig={config}", "--context=ghost",
-                 "--allow-context=ghost")  # fmt: skip
-    one_line_error(run, USAGE, "context 'ghost' is not in kubeconfig", "get-contexts")
+    run = suites(child, "--mochaos-cluster=existing", f"--mochaos-kubeconfig={config}",
+                 "--mochaos-context=ghost", "--mochaos-allow-context=ghost")  # fmt: skip
+    refused_at_start(run, "context 'ghost' is not in kubeconfig", "get-contexts")
 
 
 def test_context_not_allow_listed(child, tmp_path, closed_port):
     config = kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port}")
-    run = suites(child, "--cluster=existing", f"--kubeconfig={config}")
-    one_line_error(run, USAGE, "context 'dead' is not allow-listed", "--allow-context=dead")
+    run = suites(child, "--mochaos-cluster=existing", f"--mochaos-kubeconfig={config}")
+    refused_at_start(run, "context 'dead' is not allow-listed", "--mochaos-allow-context=dead")
 
 
 def test_unreachable_apiserver(child, tmp_path, closed_port):
     server = f"https://127.0.0.1:{closed_port}"
     config = kubeconfig(tmp_path / "kubeconfig", server)
-    run = suites(child, "--cluster=existing", f"--kubeconfig={config}", "--allow-context=dead")
+    run = suites(
+        child,
+        "--mochaos-cluster=existing",
+        f"--mochaos-kubeconfig={config}",
+        "--mochaos-allow-context=dead",
+    )
     one_line_error(run, INFRA, f"apiserver {server} unreachable", "check the kubeconfig")
 
 
 def test_no_go_for_the_first_build(child, tmp_path):
-    env = child_env(PATH=path_without_go(), MOCHAOS_CACHE=str(tmp_path / "empty-cache"))
+    # MOCHAOS_BINARIES=build: a machine that can download would not need Go at all.
+    env = child_env(PATH=path_without_go(), MOCHAOS_CACHE=str(tmp_path / "empty-cache"),
+                    MOCHAOS_BINARIES="build")  # fmt: skip
     run = suites(child, env=env)
     one_line_error(run, INFRA, "go not found", "install Go")
     # The same from the command line: one line, non-zero exit.
@@ -164,49 +206,29 @@ def test_apiserver_port_already_taken(child, taken_port):
 def test_apiserver_port_setting_that_is_not_a_port(child, private_cluster):
     env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster, MOCHAOS_APISERVER_PORT="80a")
     run = suites(child, env=env)
-    one_line_error(run, USAGE, "MOCHAOS_APISERVER_PORT='80a' is not a TCP port", "unset it")
+    refused_at_start(run, "MOCHAOS_APISERVER_PORT='80a' is not a TCP port", "unset it")
 
 
-@needs_binaries
-def test_operator_that_never_becomes_ready(child, tmp_path):
+def test_an_operator_that_never_becomes_ready_is_stopped_and_named(tmp_path):
     pid_file = tmp_path / "operator.pid"
-    binary = tmp_path / "never-ready"
-    binary.write_text(f"#!/bin/sh\necho $$ > {pid_file}\necho 'starting, never ready'\n"
+    script = tmp_path / "never-ready"
+    script.write_text(f"#!/bin/sh\necho $$ > {pid_file}\necho 'starting, never ready'\n"
                       "exec sleep 600\n")  # fmt: skip
-    binary.chmod(0o755)
-    env = child_env(MOCHAOS_OPERATOR_READY_TIMEOUT="3")
-    run = suites(child, f"--operator=binary:{binary}", env=env)
-    one_line_error(run, INFRA, f"operator binary:{binary} not ready after 3s", "see its log")
+    script.chmod(0o755)
+    proc = OperatorProcess(
+        target="binary:never-ready", version="v", user_agent="ua", command=[str(script)],
+        log_path=tmp_path / "operator.log", ready=lambda p: False, ready_timeout=2,
+        sessions=None, waits=Waits(),  # type: ignore[arg-type]
+    )  # fmt: skip
+    with pytest.raises(InfraError, match="operator binary:never-ready not ready after 2s"):
+        proc.start()
     pid = int(pid_file.read_text())
     wait_until(lambda: not cmdline(pid), timeout=10, what=f"the operator (pid {pid}) stopping")
 
 
-def test_an_operator_binary_is_ready_on_its_starting_workers_line(tmp_path, monkeypatch):
-    # The control of the test above: the same kind of binary, logging controller-runtime's
-    # line, is ready, and gets the kubeconfig and namespace it must watch.
-    seen = tmp_path / "seen"
-    binary = tmp_path / "ready-operator"
-    binary.write_text(f'#!/bin/sh\necho "$KUBECONFIG $WATCH_NAMESPACE" > {seen}\n'
-                      'echo "INFO Starting workers"\nexec sleep 600\n')  # fmt: skip
-    binary.chmod(0o755)
-    monkeypatch.setenv("MOCHAOS_OPERATOR_READY_TIMEOUT", "10")
-    cluster = Cluster(name="c", provider="local", kubeconfig=tmp_path / "kubeconfig", version="v1")
-    running = BinaryTarget(path=binary).start(cluster, "mc-ns", tmp_path / "logs")
-    try:
-        assert running.pid is not None
-        assert seen.read_text().split() == [str(tmp_path / "kubeconfig"), "mc-ns"]
-    finally:
-        running.stop()
-    assert running.pid is None
-
-
-def test_a_bad_operator_ready_timeout_is_a_usage_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("MOCHAOS_OPERATOR_READY_TIMEOUT", "soon")
-    binary = tmp_path / "op"
-    binary.write_text("#!/bin/sh\n")
-    binary.chmod(0o755)
-    with pytest.raises(UsageError, match="MOCHAOS_OPERATOR_READY_TIMEOUT='soon' is not a positive"):
-        BinaryTarget(path=binary)
+def test_a_bad_operator_ready_timeout_is_a_usage_error(child):
+    run = suites(child, env=child_env(MOCHAOS_OPERATOR_READY_TIMEOUT="soon"))
+    refused_at_start(run, "MOCHAOS_OPERATOR_READY_TIMEOUT='soon'")
 
 
 # -- qualify ---------------------------------------------------------------------------
@@ -251,6 +273,6 @@ def test_qualify_exits_3_on_bad_input_found_inside_the_runs(tmp_path):
     # A usage error only the child pytest can see (its --kubeconfig): the runs error, and
     # qualify cannot tell usage from infrastructure there (see the report's proposal).
     missing = tmp_path / "no-such-kubeconfig"
-    proc = qualify(tmp_path, "model:fixed", f"--kubeconfig={missing}", "--allow-context=dead",
-                   "--cluster=existing")  # fmt: skip
+    proc = qualify(tmp_path, "model:fixed", f"--mochaos-kubeconfig={missing}",
+                   "--mochaos-allow-context=dead", "--mochaos-cluster=existing")  # fmt: skip
     assert proc.returncode == 3, proc.stdout + proc.stderr

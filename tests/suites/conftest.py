@@ -36,8 +36,8 @@ def run_suites(tmp_path: Path, *args: str) -> SuiteRun:
     junit = tmp_path / "junit.xml"
     reports = tmp_path / "reports"
     cmd = [
-        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
-        "--time-scale", TIME_SCALE, "--junitxml", str(junit), "--reports-dir", str(reports),
+        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-n", "0",
+        "--time-scale", TIME_SCALE, "--junitxml", str(junit), "--mochaos-reports-dir", str(reports),
         *args,
     ]  # fmt: skip
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

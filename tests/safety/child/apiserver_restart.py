@@ -65,7 +65,7 @@ def test_apiserver_restart_mid_scenario(scenario: Scenario, cluster: Cluster, re
     sc = scenario
     sc.pool("pool", max_idle=1)
     x, _ = sc.claimset("s1", replicas=2)
-    bound = sc.when(claim_bound(x), timeout=sc.ts(30) + 10)
+    bound = sc.when(claim_bound(x), timeout=sc.waits.bind)
     pod = sc.pod_of(x)
     # The outage hits a settled system: a busy operator's error retries during an outage
     # would count against retry-budget (see the safety report), which is not under test here.

@@ -1,0 +1,329 @@
+"""Run configuration: every mo-chaos setting, its one default, and the time scale.
+
+A setting is read from the command line, else the environment (``MOCHAOS_<NAME>``),
+else the ini file (``mochaos_<name>`` in pytest.ini / pyproject.toml), else its
+default below. Thresholds are given in operator time; :class:`CheckOptions` turns
+them into wall time with the run's time scale, and :meth:`CheckOptions.scaled` is
+the only place a duration is multiplied by it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mochaos.errors import UsageError
+
+# -- thresholds (operator-time seconds), the one set of defaults -----------------------
+
+FINALIZE_TIMEOUT = 60.0
+"""A deleting CNClaim may take this long before finalizer-completes fails."""
+RETRY_BUDGET = 10
+"""Finalize retries allowed per claim within the finalize window."""
+MIGRATION_TIMEOUT = 120.0
+"""A migration may take this long to end (the operator needs 30-50 s on an idle pool)."""
+GRACE = 20.0
+"""A bad state may last this long before a state invariant judges it: above the operator's
+own legitimate waits (10 s pod-cache grace plus a 2 s requeue)."""
+CONVERGE_TIMEOUT = 60.0
+"""CNClaimSet replicas must reach spec.replicas within this long."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """The invariants' thresholds in wall seconds (operator time × ``time_scale``).
+
+    ``time_scale`` multiplies the operator's own intervals (1.0 = faithful); a shrunk
+    model keeps the same verdicts because the thresholds shrink with it.
+    """
+
+    finalize_timeout: float = FINALIZE_TIMEOUT
+    retry_budget: int = RETRY_BUDGET
+    retry_window: float = FINALIZE_TIMEOUT
+    grace: float = GRACE
+    migration_timeout: float = MIGRATION_TIMEOUT
+    converge_timeout: float = CONVERGE_TIMEOUT
+    time_scale: float = 1.0
+
+    def scaled(self, seconds: float) -> float:
+        """An operator-time interval in wall seconds: the one multiplication by the scale."""
+        return seconds * self.time_scale
+
+    @classmethod
+    def from_operator_time(
+        cls,
+        *,
+        time_scale: float = 1.0,
+        finalize_timeout: float = FINALIZE_TIMEOUT,
+        retry_budget: int = RETRY_BUDGET,
+        migration_timeout: float = MIGRATION_TIMEOUT,
+        grace: float = GRACE,
+        converge_timeout: float = CONVERGE_TIMEOUT,
+    ) -> CheckOptions:
+        """Thresholds given in operator time, scaled to wall time."""
+        check_time_scale(time_scale)
+        unit = cls(time_scale=time_scale)
+        return replace(
+            unit,
+            finalize_timeout=unit.scaled(finalize_timeout),
+            retry_window=unit.scaled(finalize_timeout),
+            retry_budget=retry_budget,
+            grace=unit.scaled(grace),
+            migration_timeout=unit.scaled(migration_timeout),
+            converge_timeout=unit.scaled(converge_timeout),
+        )
+
+
+def check_time_scale(value: float) -> float:
+    """The time scale, or UsageError when it is not a positive number."""
+    if not value > 0:
+        raise UsageError(
+            f"time scale {value!r} is not positive", hint="use e.g. --time-scale 1.0 (or 0.2)"
+        )
+    return value
+
+
+# -- settings -------------------------------------------------------------------------
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{text!r} is not a boolean (use true or false)")
+
+
+def _float(text: str) -> float:
+    return float(text)
+
+
+def _int(text: str) -> int:
+    return int(text)
+
+
+def _path(text: str) -> Path:
+    return Path(text).expanduser()
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w for w in text.replace(",", " ").split() if w)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One mo-chaos setting: its option, ini key, environment variable and default."""
+
+    name: str
+    """Attribute of :class:`RunConfig`; ini key ``mochaos_<name>``, env ``MOCHAOS_<NAME>``."""
+    flag: str
+    help: str
+    default: Any
+    parse: Callable[[str], Any] = str
+    choices: tuple[str, ...] = ()
+    switch: bool = False
+    """A flag without a value (store_true)."""
+    repeat: bool = False
+    """The option may be given several times (values collected in a tuple)."""
+    group: str = "run"
+
+    @property
+    def ini(self) -> str:
+        """The ini-file key."""
+        return f"mochaos_{self.name}"
+
+    @property
+    def env(self) -> str:
+        """The environment variable."""
+        return f"MOCHAOS_{self.name.upper()}"
+
+
+PROVIDERS = ("local", "kind", "existing")
+DEFAULT_WORKERS = 6
+"""Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
+of the sequential time with the same verdicts (bench/main_job.py)."""
+MINIO_MODES = ("auto", "docker", "in-cluster")
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("operator", "--operator", "operator target: model:<profile>, source:<dir>[@rev], "
+            "binary:<path>, image:<ref> or installed", "model:upstream"),
+    Setting("operator_crds", "--operator-crds", "binary:/image: targets: directory of the "
+            "operator's CRDs (deploy/crds of a checkout)", None, _path),
+    Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
+            "may take to start its controllers", 90.0, _float),
+    Setting("time_scale", "--time-scale", "multiply the model's intervals and our thresholds "
+            "(model targets only)", 1.0, _float),
+    Setting("finalize_timeout", "--finalize-timeout", "seconds (operator time) a deleting "
+            "CNClaim may take", FINALIZE_TIMEOUT, _float),
+    Setting("retry_budget", "--retry-budget", "finalize retries allowed per claim in the "
+            "finalize window", RETRY_BUDGET, _int),
+    Setting("migration_timeout", "--migration-timeout", "seconds (operator time) a migration "
+            "may take to end", MIGRATION_TIMEOUT, _float),
+    Setting("workers", "--mochaos-workers", "scenarios run at once when the suites are "
+            "collected and no -n is given (they wait far more than they compute)",
+            DEFAULT_WORKERS, _int),
+    Setting("chaos_seed", "--chaos-seed", "seed for every random choice (printed on failure "
+            "to replay a run)", None, _int),
+    Setting("cluster", "--mochaos-cluster", "cluster provider: local (default), kind, "
+            "existing", "local", choices=PROVIDERS),
+    Setting("kubeconfig", "--mochaos-kubeconfig", "existing: the kubeconfig file", None, _path),
+    Setting("context", "--mochaos-context", "existing: the kubeconfig context to use", None),
+    Setting("allow_context", "--mochaos-allow-context", "existing: a context that may be used "
+            "(repeatable); any other is refused", (), _words, repeat=True),
+    Setting("keep_cluster", "--mochaos-keep-cluster", "kind: keep the cluster afterwards",
+            False, _bool, switch=True),
+    Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
+            _path),
+    Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
+            group="kind"),
+    Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
+            "image when its tag is not one (e.g. a nightly tag)", None, group="kind"),
+    Setting("minio", "--mochaos-minio", "kind: where MatrixOne's object storage runs", "auto",
+            choices=MINIO_MODES, group="kind"),
+    Setting("chart_repo", "--mochaos-chart-repo", "kind: Helm repository URL", None,
+            group="kind"),
+    Setting("chart_version", "--mochaos-chart-version", "kind: chart version", None,
+            group="kind"),
+    Setting("chart_path", "--mochaos-chart-path", "kind: a local chart directory instead of "
+            "the repository", None, _path, group="kind"),
+)  # fmt: skip
+
+SETTING_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The mo-chaos settings of one run, parsed and validated once."""
+
+    run_id: str
+    operator: str = "model:upstream"
+    operator_crds: Path | None = None
+    operator_ready_timeout: float = 90.0
+    time_scale: float = 1.0
+    finalize_timeout: float = FINALIZE_TIMEOUT
+    retry_budget: int = RETRY_BUDGET
+    migration_timeout: float = MIGRATION_TIMEOUT
+    workers: int = DEFAULT_WORKERS
+    chaos_seed: int = 0
+    cluster: str = "local"
+    kubeconfig: Path | None = None
+    context: str | None = None
+    allow_context: tuple[str, ...] = ()
+    keep_cluster: bool = False
+    reports_dir: Path = Path("reports")
+    mo_image: str | None = None
+    mo_version: str | None = None
+    minio: str = "auto"
+    chart_repo: str | None = None
+    chart_version: str | None = None
+    chart_path: Path | None = None
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+    """Where each non-default setting came from: ``option``, ``env`` or ``ini``."""
+
+    def check_options(self) -> CheckOptions:
+        """The invariants' thresholds for this run, in wall seconds."""
+        return CheckOptions.from_operator_time(
+            time_scale=self.time_scale,
+            finalize_timeout=self.finalize_timeout,
+            retry_budget=self.retry_budget,
+            migration_timeout=self.migration_timeout,
+        )
+
+    def target_options(self) -> dict[str, Any]:
+        """What operator targets may read from the run's settings."""
+        return {
+            "time_scale": self.time_scale,
+            "operator_crds": self.operator_crds,
+            "operator_ready_timeout": self.operator_ready_timeout,
+            "cluster": self.cluster,
+            "run_id": self.run_id,
+            "mo_image": self.mo_image,
+            "mo_version": self.mo_version,
+            "minio": self.minio,
+            "chart_repo": self.chart_repo,
+            "chart_version": self.chart_version,
+            "chart_path": self.chart_path,
+        }
+
+    @property
+    def run_dir(self) -> Path:
+        """This run's report folder."""
+        return self.reports_dir / self.run_id
+
+
+Lookup = Callable[[Setting], Any]
+"""Returns a setting's value from one source, or None when that source does not set it."""
+
+
+def resolve(
+    *,
+    run_id: str,
+    option: Lookup,
+    ini: Lookup,
+    environ: dict[str, str] | None = None,
+    seed: Callable[[], int],
+) -> RunConfig:
+    """Build the run's configuration: option, then environment, then ini, then default.
+
+    UsageError (one line naming the setting and where it came from) for a bad value.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for s in SETTINGS:
+        value, source = _first(s, option, env, ini)
+        if source is not None:
+            sources[s.name] = source
+        if value is not None:
+            values[s.name] = value
+    if values.get("chaos_seed") is None:
+        values["chaos_seed"] = seed()
+    cfg = RunConfig(run_id=run_id, sources=sources, **values)
+    check_time_scale(cfg.time_scale)
+    for name in ("finalize_timeout", "migration_timeout", "operator_ready_timeout"):
+        if getattr(cfg, name) <= 0:
+            raise UsageError(f"{SETTING_BY_NAME[name].flag} must be > 0", hint="give seconds")
+    if cfg.retry_budget < 0:
+        raise UsageError("--retry-budget must be >= 0", hint="give a count of retries")
+    return cfg
+
+
+def resolve_one(
+    s: Setting, *, option: Lookup, ini: Lookup, environ: dict[str, str] | None = None
+) -> Any:
+    """One setting's value (option, environment, ini, default); UsageError when bad."""
+    value, _ = _first(s, option, os.environ if environ is None else environ, ini)
+    return s.default if value is None else value
+
+
+def _first(s: Setting, option: Lookup, env: dict[str, str], ini: Lookup) -> tuple[Any, str | None]:
+    raw = option(s)
+    if raw is not None and raw != () and raw is not False:
+        return _check_choice(s, raw, s.flag), "option"
+    text = env.get(s.env)
+    if text is not None and text.strip():
+        return _convert(s, text, s.env), "env"
+    text = ini(s)
+    if text:
+        return _convert(s, str(text), s.ini), "ini"
+    return None, None
+
+
+def _convert(s: Setting, text: str, where: str) -> Any:
+    try:
+        value = s.parse(text.strip())
+    except ValueError as err:
+        raise UsageError(f"{where}={text!r}: {err}", hint=f"see {s.flag} in --help") from err
+    return _check_choice(s, value, where)
+
+
+def _check_choice(s: Setting, value: Any, where: str) -> Any:
+    if s.choices and value not in s.choices:
+        raise UsageError(
+            f"{where}={value!r} is not one of {', '.join(s.choices)}", hint=f"see {s.flag}"
+        )
+    return value

@@ -1,0 +1,102 @@
+"""How the MatrixOne double's Go module becomes a binary for a given MatrixOne version.
+
+The module (``go/`` next to this file, shipped as package data) pins the MatrixOne
+version the operator's main branch pins. For that version it builds from its own
+go.mod/go.sum; for another it is rewritten to require that version with the replace
+lines of that version's own go.mod (MatrixOne's forks of goetty, dragonboat, …), then
+tidied. ``mochaos.cluster.build`` runs the steps and caches the binary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+GO_MODULE = Path(__file__).with_name("go")
+MO_MODULE = "github.com/matrixorigin/matrixone"
+BINARY = "matrixone-double"
+RECIPE = "module-v1"
+# The checksum database does not know MatrixOne's forks (github.com/matrixorigin/*).
+NOSUMDB = "github.com/matrixorigin"
+
+_REQUIRE = re.compile(rf"^\s*(?:require\s+)?{re.escape(MO_MODULE)}\s+(\S+)", re.M)
+_REPLACE_LINE = re.compile(r"^\s*(?:replace\s+)?(\S+(?:\s+v\S+)?)\s+=>\s+(\S+)\s+(v\S+)\s*$")
+
+
+def build_env() -> dict[str, str]:
+    """Environment additions for go commands on the module."""
+    current = os.environ.get("GONOSUMDB", "")
+    parts = [p for p in current.split(",") if p]
+    if NOSUMDB not in parts:
+        parts.append(NOSUMDB)
+    return {"GONOSUMDB": ",".join(parts)}
+
+
+def pinned_version() -> str:
+    """The MatrixOne version the module's go.mod requires (the default build)."""
+    m = _REQUIRE.search((GO_MODULE / "go.mod").read_text())
+    if m is None:
+        raise RuntimeError(f"{GO_MODULE / 'go.mod'} does not require {MO_MODULE}")
+    return m.group(1)
+
+
+def _sources() -> list[Path]:
+    files = [GO_MODULE / "go.mod", GO_MODULE / "go.sum"]
+    files += sorted(p for p in GO_MODULE.glob("*.go") if not p.name.endswith("_test.go"))
+    return files
+
+
+def recipe() -> str:
+    """Recipe revision plus a digest of the sources: editing the double rebuilds it."""
+    digest = hashlib.sha256()
+    for path in _sources():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{RECIPE}-{digest.hexdigest()[:12]}"
+
+
+def replace_lines(mo_gomod: str) -> list[str]:
+    """The module replacements of a MatrixOne go.mod, as single-line directives.
+
+    Local-path replacements (``=> ./x``) are left out: they only make sense inside
+    MatrixOne's own tree.
+    """
+    out: list[str] = []
+    in_block = False
+    for raw in mo_gomod.splitlines():
+        line = raw.split("//", 1)[0].rstrip()
+        stripped = line.strip()
+        if stripped.startswith("replace ("):
+            in_block = True
+            continue
+        if in_block and stripped == ")":
+            in_block = False
+            continue
+        if not (in_block or stripped.startswith("replace ")):
+            continue
+        m = _REPLACE_LINE.match(stripped)
+        if m and not m.group(2).startswith("."):
+            out.append(f"replace {m.group(1)} => {m.group(2)} {m.group(3)}")
+    return out
+
+
+def prepare_module(work: Path, version: str, mo_gomod: str | None) -> list[list[str]]:
+    """Copy the module into ``work`` for ``version``; return the go commands still to run.
+
+    ``mo_gomod`` is that MatrixOne version's go.mod text, needed unless ``version`` is
+    the pinned one.
+    """
+    for path in _sources():
+        shutil.copyfile(path, work / path.name)
+    if version == pinned_version():
+        return []
+    if mo_gomod is None:
+        raise ValueError(f"MatrixOne {version} needs its go.mod to build the double")
+    ours = (GO_MODULE / "go.mod").read_text()
+    header = [ln for ln in ours.splitlines() if ln.startswith(("module ", "go "))]
+    lines = [*header, "", f"require {MO_MODULE} {version}", "", *replace_lines(mo_gomod)]
+    (work / "go.mod").write_text("\n".join(lines) + "\n")
+    (work / "go.sum").unlink(missing_ok=True)
+    return [["mod", "tidy"]]

@@ -1,0 +1,177 @@
+"""The life cycle of a test namespace: created labelled, deleted for good, never silently.
+
+A namespace is created with the run's id label and used once. Teardown deletes it
+while the operator under test still runs, so the operator finalizes its own objects
+(claims, pools, CNSets, LogSets, bucket claims, CN pods' drain hooks); it then waits
+a bounded time. Whatever still holds a finalizer after that — a stuck finalizer is
+exactly what some scenarios provoke, and a stopped operator finalizes nothing — is
+released by mo-chaos and reported as a finding, never silently. A namespace without
+the run-id label is never touched: it is not ours.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from mochaos.errors import InfraError, UsageError
+from mochaos.progress import LOGGER
+from mochaos.types import GROUP, RUN_ID_LABEL, VERSION
+
+FINALIZED_KINDS: tuple[tuple[str, str, str], ...] = (
+    # (group, version, plural) of every namespaced kind the operator or its dependencies
+    # put finalizers on, in the order they are released (dependants before dependencies).
+    (GROUP, VERSION, "cnclaims"),
+    (GROUP, VERSION, "cnclaimsets"),
+    (GROUP, VERSION, "cnpools"),
+    (GROUP, VERSION, "cnsets"),
+    (GROUP, VERSION, "proxysets"),
+    (GROUP, VERSION, "webuis"),
+    (GROUP, VERSION, "dnsets"),
+    (GROUP, VERSION, "logsets"),
+    (GROUP, VERSION, "matrixoneclusters"),
+    (GROUP, VERSION, "bucketclaims"),
+    (GROUP, VERSION, "backupjobs"),
+    (GROUP, VERSION, "restorejobs"),
+    ("apps.kruise.io", "v1alpha1", "clonesets"),
+    ("apps.kruise.io", "v1beta1", "statefulsets"),
+    ("", "v1", "pods"),
+)
+SERVICE_ACCOUNT_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A finalizer mo-chaos had to remove itself at teardown."""
+
+    kind: str
+    name: str
+    finalizers: tuple[str, ...]
+
+    def __str__(self) -> str:
+        fins = ", ".join(self.finalizers)
+        return f"finalizer {fins} on {self.kind}/{self.name} had to be removed by mo-chaos"
+
+
+def create(api: client.ApiClient, name: str, *, run_id: str) -> None:
+    """Create the namespace labelled with the run id; wait until pods may be created in it."""
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id}}})
+    deadline = time.monotonic() + SERVICE_ACCOUNT_TIMEOUT
+    while time.monotonic() < deadline:
+        accounts = core.list_namespaced_service_account(name).items
+        if any(a.metadata.name == "default" for a in accounts):
+            return
+        time.sleep(0.05)
+    raise InfraError(
+        f"namespace {name}: no default ServiceAccount after {SERVICE_ACCOUNT_TIMEOUT:.0f}s",
+        hint="kube-controller-manager is not working; check the cluster's logs",
+    )
+
+
+def request_delete(api: client.ApiClient, name: str) -> bool:
+    """Ask for the namespace's deletion (only if it is ours); False when it is gone."""
+    core = client.CoreV1Api(api)
+    try:
+        labels = core.read_namespace(name, _request_timeout=10).metadata.labels or {}
+    except ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    if RUN_ID_LABEL not in labels:
+        raise UsageError(
+            f"namespace {name} has no {RUN_ID_LABEL} label: mo-chaos did not create it",
+            hint="mo-chaos deletes only its own namespaces; delete it yourself if unneeded",
+        )
+    try:
+        core.delete_namespace(name, propagation_policy="Background", _request_timeout=10)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        return False
+    return True
+
+
+def wait_gone(api: client.ApiClient, name: str, *, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the namespace to disappear; True when it did."""
+    core = client.CoreV1Api(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            core.read_namespace(name, _request_timeout=10)
+        except ApiException as err:
+            if err.status == 404:
+                return True
+            raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def release_finalizers(api: client.ApiClient, name: str) -> list[Finding]:
+    """Remove every finalizer left in the namespace; return what had to be removed."""
+    findings: list[Finding] = []
+    for group, version, plural in FINALIZED_KINDS:
+        for obj in _list(api, name, group, version, plural):
+            meta = obj.get("metadata") or {}
+            fins = tuple(meta.get("finalizers") or ())
+            if not fins:
+                continue
+            if _strip(api, name, group, version, plural, meta["name"]):
+                finding = Finding(obj.get("kind") or plural, meta["name"], fins)
+                LOGGER.info("namespace %s: %s", name, finding)
+                findings.append(finding)
+    return findings
+
+
+def delete(api: client.ApiClient, name: str, *, grace: float) -> list[Finding]:
+    """Delete the namespace for good: ask, wait ``grace`` seconds, release what is left.
+
+    Returns the findings (finalizers mo-chaos removed). UsageError, and nothing deleted,
+    when the namespace lacks the run-id label.
+    """
+    if not request_delete(api, name):
+        return []
+    if wait_gone(api, name, timeout=grace):
+        return []
+    return release_finalizers(api, name)
+
+
+def _list(
+    api: client.ApiClient, namespace: str, group: str, version: str, plural: str
+) -> Iterable[dict]:
+    try:
+        if not group:
+            pods = client.CoreV1Api(api).list_namespaced_pod(namespace, _request_timeout=10)
+            return [api.sanitize_for_serialization(p) | {"kind": "Pod"} for p in pods.items]
+        custom = client.CustomObjectsApi(api)
+        listed = custom.list_namespaced_custom_object(
+            group, version, namespace, plural, _request_timeout=10
+        )
+        return listed.get("items") or []
+    except ApiException as err:
+        if err.status == 404:  # the kind is not installed on this cluster
+            return []
+        raise
+
+
+def _strip(
+    api: client.ApiClient, namespace: str, group: str, version: str, plural: str, name: str
+) -> bool:
+    body = {"metadata": {"finalizers": None}}
+    try:
+        if not group:
+            client.CoreV1Api(api).patch_namespaced_pod(name, namespace, body, _request_timeout=10)
+        else:
+            client.CustomObjectsApi(api).patch_namespaced_custom_object(
+                group, version, namespace, plural, name, body, _request_timeout=10
+            )
+    except ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return True

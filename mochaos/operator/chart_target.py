@@ -1,0 +1,123 @@
+"""``image:<repository>:<tag>``: the real operator image, installed with its Helm chart.
+
+The chart owns the claim CRDs (it ships them as templates), so nothing of
+ours is applied first, and a cluster that holds mo-chaos's own CRDs is refused
+before Helm runs (see crds.check_chart_can_own_crds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from mochaos.errors import UsageError
+from mochaos.operator.cluster_target import InClusterTarget, client_for, target_kwargs
+from mochaos.operator.crds import check_chart_can_own_crds
+from mochaos.operator.helm import (
+    KRUISE_IMAGE,
+    ChartOptions,
+    install_chart,
+    operator_ready,
+    wait_operator_ready,
+)
+from mochaos.operator.matrixone.minio import MINIO_IMAGE
+from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE, Topology
+from mochaos.paths import state_dir
+from mochaos.tooling.image_ref import split_ref
+from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.runner import Runner, SubprocessRunner
+from mochaos.types import Cluster
+
+INSTALL_LOCK_TIMEOUT = 1800.0
+
+
+class ImageTarget(InClusterTarget):
+    """``image:<repository>:<tag>``: install that image with the operator's Helm chart."""
+
+    def __init__(
+        self,
+        *,
+        ref: str,
+        mo_image: str = DEFAULT_MO_IMAGE,
+        mo_version: str | None = None,
+        minio: str = "auto",
+        topology: Topology | None = None,
+        chart: ChartOptions | None = None,
+        runner: Runner | None = None,
+        search_path: str | None = None,
+        state: Path | None = None,
+        client_factory: Callable[[Cluster], Any] = client_for,
+        progress: Progress = say,
+        run_id: str = "mochaos",
+    ) -> None:
+        super().__init__(
+            mo_image=mo_image,
+            mo_version=mo_version,
+            minio=minio,
+            topology=topology or Topology(),
+            chart=chart or ChartOptions(),
+            client_factory=client_factory,
+            progress=progress,
+            run_id=run_id,
+        )
+        self.ref = ref
+        self.repository, self.tag = split_ref(ref)
+        self.spec = f"image:{ref}"
+        self.version = self.tag
+        self.state = state or state_dir() / "operator"
+        self.runner: Runner = runner or SubprocessRunner(log_path=self.state / "helm.log")
+        self.search_path = search_path
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        """Images the cluster's nodes need; a provider's ``load_image`` takes each."""
+        extra = (MINIO_IMAGE,) if self.minio == "in-cluster" else ()
+        return (self.ref, self.mo_image, KRUISE_IMAGE, *extra)
+
+    def _installed(self, api_client: Any) -> bool:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            dep = client.AppsV1Api(api_client).read_namespaced_deployment(
+                self.chart.deployment, self.chart.namespace, _request_timeout=10
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        images = [c.image for c in dep.spec.template.spec.containers]
+        return self.ref in images and operator_ready(api_client, self.chart)[0]
+
+    def install(self, cluster: Cluster) -> None:
+        """Helm-install the chart with this image once per cluster; wait ready; start MinIO."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        api = self.client_factory(cluster)
+        lock = FileLock(str(self.state / f"install-{cluster.name}.lock"))
+        with lock.acquire(timeout=INSTALL_LOCK_TIMEOUT):
+            if self._installed(api):
+                self.progress(f"operator {self.ref} already installed and ready")
+            else:
+                check_chart_can_own_crds(api)
+                self.progress(f"installing matrixone-operator {self.ref} with Helm")
+                install_chart(
+                    cluster=cluster,
+                    repository=self.repository,
+                    tag=self.tag,
+                    options=self.chart,
+                    runner=self.runner,
+                    helm_home=self.state / "helm",
+                    search_path=self.search_path,
+                )
+                wait_operator_ready(api, self.chart)
+        self._start_minio(cluster, api)
+
+
+def from_spec(value: str, options: dict[str, Any]) -> ImageTarget:
+    """``image:<repository>:<tag>``."""
+    if not value:
+        raise UsageError("image: target needs a reference", hint="use image:<repo>:<tag>")
+    return ImageTarget(ref=value, **target_kwargs(options, chart=True))

@@ -1,0 +1,199 @@
+"""The real operator manager on the local cluster: what ``binary:`` and ``source:`` share.
+
+Per session: the operator's CRDs (from the checkout or ``--operator-crds``) and its
+webhooks, served by one shared manager (:mod:`~mochaos.operator.webhooks`). Per test
+namespace: a LogSet and a DNSet (MatrixOne's log service and TN, realised by the
+local cluster's OpenKruise and MatrixOne doubles), then a manager watching only that
+namespace. Sessions on a CN go through the MatrixOne double's control interface.
+The real manager cannot be time-scaled: its intervals are compiled in, and the waits
+below are sized from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mochaos.errors import InfraError, UsageError
+from mochaos.operator import crds as crd_install
+from mochaos.operator import webhooks
+from mochaos.operator.manager import ManagerLaunch, ready_in_log
+from mochaos.operator.process import OperatorProcess
+from mochaos.progress import announce
+from mochaos.types import Cluster
+
+READY_TIMEOUT = 90.0
+
+
+def require_local(options: dict[str, Any], scheme: str) -> None:
+    """binary:/source: need the local cluster's doubles; UsageError elsewhere."""
+    cluster = options.get("cluster", "local")
+    if cluster != "local":
+        raise UsageError(
+            f"{scheme}: targets run on the local cluster (its OpenKruise and MatrixOne "
+            f"doubles), not on --mochaos-cluster={cluster}",
+            hint="on kind, qualify the operator's image: --operator=image:<repo>:<tag>",
+        )
+
+
+def digest(path: Path) -> str:
+    """Identifies a manager binary by content."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class ManagerTarget:
+    """A real manager binary (built by the caller, or given), its CRDs and webhooks."""
+
+    images: tuple[str, ...] = ()
+    crds = "operator"
+    time_scaled = False
+
+    def __init__(
+        self,
+        *,
+        spec: str,
+        version: str,
+        crd_root: Path,
+        crd_source: str,
+        binary: Path | None = None,
+        build: Callable[[], Path] | None = None,
+        ready_timeout: float = READY_TIMEOUT,
+    ) -> None:
+        self.spec = spec
+        self.version = version
+        self._crd_root = crd_root
+        self._crd_source = crd_source
+        self._binary = binary
+        self._build = build
+        self.ready_timeout = ready_timeout
+        self._host: webhooks.WebhookHost | None = None
+        self._cluster: Cluster | None = None
+
+    @property
+    def binary(self) -> Path:
+        """The manager binary (built on first use for ``source:``)."""
+        if self._binary is None:
+            if self._build is None:
+                raise UsageError(f"{self.spec}: no manager binary", hint="give binary:<path>")
+            self._binary = self._build()
+        return self._binary
+
+    def install(self, cluster: Cluster) -> None:
+        """Build if needed, install the operator's CRDs, start or join the webhook host."""
+        binary = self.binary
+        crd_install.install(
+            cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
+        )
+        self._cluster = cluster
+        self._host = webhooks.WebhookHost(
+            state=_state(cluster) / "operator-webhooks", build=digest(binary)
+        )
+        self._host.acquire(lambda: self._start_webhook_host(cluster, binary))
+
+    def _start_webhook_host(self, cluster: Cluster, binary: Path) -> tuple[int, list[str]]:
+        state = _state(cluster) / "operator-webhooks"
+        certs = webhooks.make_certificates(state / "certs")
+        _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)
+        launch = ManagerLaunch(
+            binary=binary, namespace=webhooks.WEBHOOK_NAMESPACE, workdir=state / "host",
+            hosts_file=None, webhooks=True,
+        )  # fmt: skip
+        argv, env = launch.prepare(cluster)
+        argv += [f"--webhook-certificate-directory={certs}", "--ca-file=caBundle"]
+        log = state / "host" / "manager.log"
+        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:9443")
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+        ctx = webhooks.tls_context(certs / "caBundle")
+        webhooks.wait_serving(ctx, log, lambda: proc.poll() is None)
+        crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
+        hooks = [h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx)]
+        webhooks.register(
+            cluster, webhooks.configurations(hooks, (certs / "caBundle").read_bytes())
+        )
+        webhooks.announce_hooks(hooks)
+        return proc.pid, _cmdline(proc.pid)
+
+    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
+        """Prepare the namespace's MatrixOne, start a manager for it, wait until ready."""
+        from mochaos.operator.matrixone.local import LocalMatrixOne
+
+        env = LocalMatrixOne(cluster, namespace)
+        launch = ManagerLaunch(
+            binary=self.binary, namespace=namespace, workdir=log_dir / "manager",
+            hosts_file=env.hosts_file,
+        )  # fmt: skip
+        argv, penv = launch.prepare(cluster)
+        log_path = log_dir / "operator.log"
+        proc = OperatorProcess(
+            target=self.spec,
+            version=self.version,
+            user_agent=self.binary.name,
+            command=argv,
+            log_path=log_path,
+            ready=lambda p: ready_in_log(p.log_lines()),
+            env=penv,
+            ready_timeout=self.ready_timeout,
+            sessions=env.sessions,
+            waits=env.timings.scenario_waits(),
+            pool_spec=None,
+        )
+        proc.start()
+        try:
+            proc.pool_spec = env.prepare()
+        except BaseException:
+            proc.stop()
+            raise
+        return proc
+
+    def close(self) -> None:
+        """Leave the webhook host (the last user stops it and removes its configuration)."""
+        if self._host is not None and self._cluster is not None:
+            cluster = self._cluster
+            self._host.release(lambda: webhooks.unregister(cluster))
+            self._host = None
+
+
+def _state(cluster: Cluster) -> Path:
+    if cluster.state_dir is None:
+        raise InfraError(f"cluster {cluster.name} has no state folder", hint="use the local one")
+    return cluster.state_dir
+
+
+def _cmdline(pid: int) -> list[str]:
+    from mochaos.procs import cmdline
+
+    return cmdline(pid)
+
+
+def _ensure_namespace(cluster: Cluster, name: str) -> None:
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from mochaos.kube import api_client
+
+    with api_client(cluster.kubeconfig, user_agent="mochaos/install",
+                    context=cluster.context) as api:  # fmt: skip
+        try:
+            client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+
+def binary_version(path: Path) -> str:
+    """A short identity of a manager binary for reports: its name and digest."""
+    return f"{path.name}@sha256:{digest(path)[:12]}"
+
+
+__all__ = ["ManagerTarget", "binary_version", "require_local"]

@@ -1,0 +1,87 @@
+"""The nemesis: the faults a scenario injects, each with proof of when it landed.
+
+A fault may be gated by a trigger (:meth:`Triggers.when`): the action records the
+resourceVersion of the observation that fired the trigger and of its own write, and
+at the end :meth:`Nemesis.verify_windows` re-evaluates the trigger at the write's
+version. A fault that landed after its trigger stopped holding proves nothing: the
+scenario is then inconclusive, never passed and never failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mochaos.observe.recorder import Recorder
+from mochaos.progress import LOGGER
+from mochaos.scenario.actions import Actions, Fired
+from mochaos.scenario.predicates import Predicate
+from mochaos.types import ActionRecord, History
+
+
+@dataclass
+class _Gated:
+    record: ActionRecord
+    predicate: Predicate
+
+
+class Nemesis:
+    """Faults on one namespace's objects and on the operator under test."""
+
+    def __init__(self, actions: Actions, recorder: Recorder) -> None:
+        self._actions = actions
+        self._recorder = recorder
+        self._gated: list[_Gated] = []
+
+    def _landed(self, record: ActionRecord, trigger: Fired | None) -> ActionRecord:
+        LOGGER.info(
+            "fault injected: %s %s/%s%s",
+            record.action, record.kind, record.name,
+            f" (when {trigger.name})" if trigger else "",
+        )  # fmt: skip
+        if trigger is not None and trigger.predicate is not None and record.write_rv is not None:
+            self._gated.append(_Gated(record, trigger.predicate))
+        return record
+
+    def scale_claimset(
+        self, claimset: str, *, replicas: int, trigger: Fired | None = None
+    ) -> ActionRecord:
+        """Scale a claim set (gated when ``trigger`` came from a ``when``)."""
+        rec = self._actions.scale_claimset(claimset, replicas=replicas, trigger=trigger)
+        return self._landed(rec, trigger)
+
+    def delete_pod(self, pod: str, *, trigger: Fired | None = None) -> ActionRecord:
+        """Delete a CN pod."""
+        return self._landed(self._actions.delete_pod(pod, trigger=trigger), trigger)
+
+    def delete_claim(self, claim: str, *, trigger: Fired | None = None) -> ActionRecord:
+        """Delete a claim."""
+        return self._landed(self._actions.delete_claim(claim, trigger=trigger), trigger)
+
+    def remove_label(self, pod: str, *, key: str, trigger: Fired | None = None) -> ActionRecord:
+        """Remove one label from a pod."""
+        return self._landed(self._actions.remove_label(pod, key=key, trigger=trigger), trigger)
+
+    def restart_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
+        """Stop and start the operator (it relists every object)."""
+        return self._landed(self._actions.restart_operator(trigger=trigger), trigger)
+
+    def pause_operator(self, seconds: float, *, trigger: Fired | None = None) -> ActionRecord:
+        """Freeze the operator's process for ``seconds``; it resumes on its own."""
+        return self._landed(self._actions.pause_operator(seconds, trigger=trigger), trigger)
+
+    def kill_operator(self, *, trigger: Fired | None = None) -> ActionRecord:
+        """Kill the operator; it stays down."""
+        return self._landed(self._actions.kill_operator(trigger=trigger), trigger)
+
+    def verify_windows(self, history: History) -> list[str]:
+        """Re-check every gated fault's trigger at its write's version; the misses, as text."""
+        missed = []
+        for g in self._gated:
+            held = bool(g.predicate(history.state_at_rv(g.record.write_rv or 0)))
+            self._recorder.resolve_action(g.record.seq, in_window=held)
+            if not held:
+                missed.append(
+                    f"{g.record.action} {g.record.kind}/{g.record.name} landed at rv "
+                    f"{g.record.write_rv}, after its trigger '{g.record.trigger}' stopped holding"
+                )
+        return missed

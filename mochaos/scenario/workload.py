@@ -1,0 +1,180 @@
+"""The workload: the CN pool topology a scenario builds, the platform agent, sessions.
+
+It creates the CNPool and CNClaimSets in the test namespace (in the shape the target's
+environment needs), waits until they are ready on the operator's own evidence (pods
+Idle, claims Bound), holds client sessions on CNs through the target's
+:class:`~mochaos.types.Sessions`, and at the end scales everything to zero: the
+epilogue, where cleanup itself is an oracle.
+"""
+
+from __future__ import annotations
+
+import random
+
+from mochaos.config import CheckOptions
+from mochaos.errors import Inconclusive
+from mochaos.observe.recorder import Recorder
+from mochaos.progress import phase
+from mochaos.scenario.actions import Actions
+from mochaos.scenario.agent import UnitAgent
+from mochaos.scenario.predicates import Predicate, claim_bound, named
+from mochaos.scenario.topology import cn_claim, cn_claimset, cn_pool
+from mochaos.scenario.triggers import Triggers
+from mochaos.types import (
+    CLAIMSET_LABEL,
+    PHASE_LABEL,
+    POOL_NAME_LABEL,
+    ActionRecord,
+    RunningOperator,
+    State,
+    obj_deleting,
+    obj_labels,
+)
+
+
+class Workload:
+    """Topology, agent and sessions of one scenario."""
+
+    def __init__(
+        self,
+        actions: Actions,
+        agent_actions: Actions,
+        *,
+        recorder: Recorder,
+        triggers: Triggers,
+        operator: RunningOperator,
+        run_id: str,
+        rng: random.Random,
+        options: CheckOptions,
+    ) -> None:
+        self.actions = actions
+        self._recorder = recorder
+        self._triggers = triggers
+        self._operator = operator
+        self._run_id = run_id
+        self.waits = operator.waits
+        self.agent = UnitAgent(agent_actions, recorder, rng=rng, options=options)
+        self.claimsets: list[str] = []
+        self.claims: list[str] = []
+
+    def pool(self, name: str = "pool", *, max_idle: int = 2) -> str:
+        """Create a CNPool keeping ``max_idle`` idle pods; wait until they are Idle."""
+        spec = self._operator.pool_spec
+        pool = cn_pool(
+            name, run_id=self._run_id, max_idle=max_idle
+        )  # fmt: skip
+        if spec is not None:
+            spec.overlay(pool)
+        with phase(f"topology: pool {name}"):
+            self.actions.create(pool)
+            self._triggers.wait(
+                idle_pods_at_least(name, max_idle), timeout=self.waits.pool_ready,
+                what=f"{max_idle} Idle pods in pool {name}",
+            )  # fmt: skip
+        return name
+
+    def claimset(
+        self, name: str, *, replicas: int, pool: str = "pool", wait: bool = True
+    ) -> list[str]:
+        """Create a CNClaimSet; by default wait until ``replicas`` of its claims are Bound
+        (without waiting: [] — call :meth:`bound_claims` later, e.g. after creating others)."""
+        with phase(f"topology: claim set {name}"):
+            self.actions.create(
+                cn_claimset(name, run_id=self._run_id, replicas=replicas, pool=pool)
+            )
+            self.claimsets.append(name)
+            return self.bound_claims(name, replicas) if wait else []
+
+    def claim(self, name: str, *, pool: str = "pool", wait_bound: bool = True) -> str:
+        """Create a standalone CNClaim (no claim set); by default wait until it is Bound."""
+        self.actions.create(cn_claim(name, run_id=self._run_id, pool=pool))
+        self.claims.append(name)
+        if wait_bound:
+            self._triggers.wait(claim_bound(name), timeout=self.waits.bind)
+        return name
+
+    def idle_pods(self, pool: str = "pool", *, at_least: int = 1) -> list[str]:
+        """Wait until the pool has ``at_least`` Idle pods; return the Idle pods' names."""
+        self._triggers.wait(
+            idle_pods_at_least(pool, at_least), timeout=self.waits.pool_ready,
+            what=f"{at_least} Idle pods in pool {pool}",
+        )  # fmt: skip
+        state = self._recorder.snapshot()
+        return sorted(
+            n for n, p in state.all("Pod").items()
+            if obj_labels(p).get(PHASE_LABEL) == "Idle" and not obj_deleting(p)
+        )  # fmt: skip
+
+    def bound_claims(self, claimset: str, n: int) -> list[str]:
+        """Wait until ``n`` live claims of the set are Bound; names ordered by their pod's age."""
+        self._triggers.wait(
+            named(f"{n} Bound claims in claim set {claimset}",
+                  lambda s: len(bound_of(s, claimset)) >= n),
+            timeout=self.waits.bind,
+        )  # fmt: skip
+        state = self._recorder.snapshot()
+        return sorted(bound_of(state, claimset), key=lambda c: _pod_age_key(state, c))
+
+    def pod_of(self, claim: str) -> str:
+        """The pod a claim's spec names right now."""
+        obj = self._recorder.snapshot().get("CNClaim", claim) or {}
+        pod = (obj.get("spec") or {}).get("podName")
+        if not pod:
+            raise Inconclusive(f"claim {claim} names no pod")
+        return pod
+
+    def set_sessions(self, pod: str, sessions: int) -> ActionRecord:
+        """Hold ``sessions`` client sessions on a CN (MatrixOne's view, per environment)."""
+        rv = self._operator.sessions.hold(pod, sessions)
+        return self.actions.record(
+            "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv,
+            component="agent",
+        )  # fmt: skip
+
+    def scale_to_zero(self) -> None:
+        """The epilogue's writes: every claim set to 0, every standalone claim deleted."""
+        self.agent.stop()
+        for cs in self.claimsets:
+            self.actions.scale_claimset(cs, replicas=0)
+        for claim in self.claims:
+            if self._recorder.snapshot().get("CNClaim", claim) is not None:
+                self.actions.delete_claim(claim)
+
+
+def idle_pods_at_least(pool: str, n: int) -> Predicate:
+    """At least ``n`` live pods of ``pool`` are Idle."""
+
+    def check(s: State) -> bool:
+        idle = [
+            p
+            for p in s.all("Pod").values()
+            if obj_labels(p).get(POOL_NAME_LABEL) == pool
+            and obj_labels(p).get(PHASE_LABEL) == "Idle"
+            and not obj_deleting(p)
+        ]
+        return len(idle) >= n
+
+    return named(f"{n} Idle pods in pool {pool}", check)
+
+
+def bound_of(state: State, claimset: str) -> list[str]:
+    """Live claims of ``claimset`` that are Bound to a pod."""
+    return [
+        name
+        for name, c in state.all("CNClaim").items()
+        if obj_labels(c).get(CLAIMSET_LABEL) == claimset
+        and not obj_deleting(c)
+        and (c.get("status") or {}).get("phase") == "Bound"
+        and (c.get("spec") or {}).get("podName")
+    ]
+
+
+def bound_pods(state: State) -> list[str]:
+    """Pods in pool phase Bound."""
+    return [n for n, p in state.all("Pod").items() if obj_labels(p).get(PHASE_LABEL) == "Bound"]
+
+
+def _pod_age_key(state: State, claim: str) -> tuple[str, str]:
+    pod = ((state.get("CNClaim", claim) or {}).get("spec") or {}).get("podName", "")
+    created = ((state.get("Pod", pod) or {}).get("metadata") or {}).get("creationTimestamp", "")
+    return created, claim

@@ -1,0 +1,58 @@
+"""Wait until a condition holds: the one polling policy and the one give-up message.
+
+Every wait of the kind path goes through :func:`wait_for` (tenacity underneath),
+so a wait that gives up always reads ``<what> not ready after <N>s: <last state>``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
+
+from mochaos.errors import InfraError
+
+Check = Callable[[], tuple[bool, str]]
+
+
+def not_ready(what: str, waited: float, last: str, *, hint: str = "") -> InfraError:
+    """The error of a wait that gave up: ``<what> not ready after <N>s: <last state>``."""
+    return InfraError(f"{what} not ready after {waited:.0f}s: {last}", hint=hint)
+
+
+def wait_for(
+    check: Check,
+    *,
+    what: str,
+    timeout: float,
+    interval: float = 2.0,
+    hint: str = "",
+) -> str:
+    """Poll ``check`` (-> (done, description)) until done; InfraError with the last description.
+
+    The policy: a fixed ``interval`` between polls, give up after ``timeout``.
+    An exception from ``check`` counts as "not yet" and its text becomes the
+    description, so a flaky API does not end the wait early. Returns the
+    description of the poll that succeeded.
+    """
+    last = ["nothing observed yet"]
+    started = time.monotonic()
+
+    def attempt() -> bool:
+        try:
+            done, last[0] = check()
+        except Exception as err:
+            done, last[0] = False, f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        return done
+
+    policy = Retrying(
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(interval),
+        retry=retry_if_result(lambda done: not done),
+    )
+    try:
+        policy(attempt)
+    except RetryError as err:
+        raise not_ready(what, time.monotonic() - started, last[0], hint=hint) from err
+    return last[0]

@@ -1,0 +1,110 @@
+"""CRD ownership: mo-chaos replaces only CRDs it installed, never the operator's with its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mochaos.errors import UsageError
+from mochaos.operator.crds import (
+    OWNER_LABEL,
+    SOURCE_ANNOTATION,
+    CrdSet,
+    _untemplate,
+    decide,
+    operator_crds,
+    own_crds,
+)
+
+OPERATOR = CrdSet("operator", "matrixone-operator 2301e3b", ())
+OWN = own_crds()
+
+
+def crd(owner: str | None = None, source: str = "", **meta) -> dict:
+    labels = {OWNER_LABEL: owner} if owner else {}
+    return {"metadata": {"name": "cnclaims.core.matrixorigin.io", "labels": labels,
+                         "annotations": {SOURCE_ANNOTATION: source, **meta}}}  # fmt: skip
+
+
+def test_absent_crds_are_installed():
+    assert decide(None, OWN) == "install"
+
+
+def test_the_operators_crds_replace_our_own():
+    assert decide(crd("own", OWN.source), OPERATOR) == "replace"
+
+
+def test_our_own_never_replace_the_operators():
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), OWN) == "keep"
+
+
+def test_the_same_set_is_kept_and_another_build_replaced():
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), OPERATOR) == "keep"
+    other = CrdSet("operator", "matrixone-operator caee443", ())
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), other) == "replace"
+
+
+def test_a_crd_someone_else_installed_is_refused_naming_the_helm_release():
+    helm = crd(None, **{"meta.helm.sh/release-name": "mo"})
+    with pytest.raises(UsageError, match="helm:mo/"):
+        decide(helm, OPERATOR)
+    with pytest.raises(UsageError, match="not by mo-chaos"):
+        decide(crd(None), OWN)
+
+
+def test_own_schemas_carry_the_owner_label():
+    assert {d["metadata"]["labels"][OWNER_LABEL] for d in OWN.docs} == {"own"}
+    assert {d["spec"]["names"]["kind"] for d in OWN.docs} == {"CNClaim", "CNClaimSet", "CNPool"}
+
+
+def test_kruise_chart_templates_lose_their_control_lines(tmp_path: Path):
+    tpl = tmp_path / "crd.yaml"
+    tpl.write_text(
+        "{{- if .Values.crds.managed }}\napiVersion: apiextensions.k8s.io/v1\n"
+        "kind: CustomResourceDefinition\nmetadata:\n  name: x\nspec:\n  conversion:\n"
+        "    webhook:\n      clientConfig:\n        service:\n"
+        "          namespace: {{ .Values.installation.namespace }}\n{{- end }}\n"
+    )
+    doc = yaml.safe_load(_untemplate(tpl))
+    service = doc["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+    assert service["namespace"] == "kruise-system"
+
+
+def test_a_directory_without_the_operators_kinds_is_refused(tmp_path: Path):
+    with pytest.raises(UsageError, match="lacks the CRDs of"):
+        operator_crds(tmp_path, source="x")
+
+
+HELM_META = {
+    "labels": {"app.kubernetes.io/managed-by": "Helm"},
+    "annotations": {"meta.helm.sh/release-name": "mo",
+                    "meta.helm.sh/release-namespace": "mo-system"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("meta", "owner"),
+    [
+        (HELM_META, "helm:mo/mo-system"),
+        ({"annotations": {"meta.helm.sh/release-name": "qa"}}, "helm:qa/?"),
+        ({"labels": {OWNER_LABEL: "own"}}, "mochaos:own"),
+        ({"labels": {OWNER_LABEL: "operator"}}, "mochaos:operator"),
+        ({"managedFields": [{"manager": "kubectl-client-side-apply"}]},
+         "manager:kubectl-client-side-apply"),
+        ({}, "unknown"),
+    ],
+)  # fmt: skip
+def test_crd_owner(meta, owner):
+    from mochaos.operator.crds import crd_owner
+
+    assert crd_owner({"metadata": meta}) == owner
+
+
+def test_the_chart_may_not_run_over_our_crds_local(cluster, kube):
+    from mochaos.operator.crds import check_chart_can_own_crds, install
+
+    install(cluster, own_crds())
+    with pytest.raises(UsageError, match="was installed by mo-chaos"):
+        check_chart_can_own_crds(kube)

@@ -1,0 +1,54 @@
+"""Sessions on a CN go through the operator's environment and are recorded as the agent's."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from mochaos.config import CheckOptions
+from mochaos.observe.recorder import Recorder
+from mochaos.scenario.actions import Actions
+from mochaos.scenario.triggers import Triggers
+from mochaos.scenario.workload import Workload
+from mochaos.types import Waits
+
+
+class EnvironmentWithSessions:
+    """A running operator whose environment holds sessions (as every target's does)."""
+
+    def __init__(self, rv: int | None) -> None:
+        self.held: list[tuple[str, int]] = []
+        self.sessions = self
+        self.waits = Waits()
+        self.pool_spec = None
+        self._rv = rv
+
+    def hold(self, pod: str, n: int) -> int | None:
+        self.held.append((pod, n))
+        return self._rv
+
+
+def _workload(kube: Any, namespace: str, run_id: str, env: EnvironmentWithSessions) -> Workload:
+    recorder = Recorder(kube, namespace=namespace)
+    actions = Actions(kube, namespace=namespace, run_id=run_id, recorder=recorder,
+                      operator=env)  # type: ignore[arg-type]  # fmt: skip
+    return Workload(actions, actions, recorder=recorder, triggers=Triggers(recorder),
+                    operator=env, run_id=run_id, rng=random.Random(1),  # type: ignore[arg-type]
+                    options=CheckOptions())  # fmt: skip
+
+
+def test_sessions_go_to_the_environment_and_are_recorded_local(kube, namespace, mochaos):
+    env = EnvironmentWithSessions(rv=None)
+    record = _workload(kube, namespace, mochaos.run_id, env).set_sessions("pool-cn-0", 1)
+    assert env.held == [("pool-cn-0", 1)]
+    assert (record.action, record.kind, record.name, record.params, record.component) == (
+        "set_sessions", "Pod", "pool-cn-0", {"sessions": 1}, "agent",
+    )  # fmt: skip
+    # No Kubernetes write was made: the operator derives the score from the CN itself.
+    assert record.write_rv is None
+
+
+def test_a_write_the_environment_made_is_the_records_proof_local(kube, namespace, mochaos):
+    env = EnvironmentWithSessions(rv=4242)
+    record = _workload(kube, namespace, mochaos.run_id, env).set_sessions("pool-cn-0", 2)
+    assert record.write_rv == 4242

@@ -1,0 +1,36 @@
+"""wait_for: the one polling policy and the one give-up message."""
+
+from __future__ import annotations
+
+import pytest
+
+from mochaos.errors import InfraError
+from mochaos.tooling.waiting import wait_for
+
+
+def test_wait_for_returns_once_the_check_passes() -> None:
+    answers = iter([(False, "0/1"), (False, "0/1"), (True, "1/1")])
+    assert wait_for(lambda: next(answers), what="x", timeout=30, interval=0.01) == "1/1"
+
+
+def test_wait_for_gives_the_last_state_it_saw_when_it_gives_up() -> None:
+    def never() -> tuple[bool, str]:
+        return False, "2/3 nodes Ready"
+
+    with pytest.raises(InfraError) as info:
+        wait_for(never, what="kind cluster x", timeout=0.1, interval=0.02, hint="look at logs")
+    text = str(info.value)
+    assert text.startswith("kind cluster x not ready after ")
+    assert text.endswith(": 2/3 nodes Ready: look at logs")
+
+
+def test_wait_for_treats_an_api_error_as_not_yet() -> None:
+    calls = iter([ConnectionError("refused\nmore"), (True, "up")])
+
+    def check() -> tuple[bool, str]:
+        item = next(calls)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    assert wait_for(check, what="x", timeout=30, interval=0.01) == "up"
