@@ -1,7 +1,7 @@
-"""The ``python -m mochaos`` command line: cluster lifecycle and qualification.
+"""The ``python -m mochaos`` command line: cluster lifecycle, qualification, re-checking.
 
-Exit statuses: 0 ok, 1 the operator failed a scenario (qualify), 2 usage
-error, 3 infrastructure error. Every error is printed as one line.
+Exit statuses: 0 ok, 1 the operator failed a scenario (qualify) or an invariant
+(check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
 """
 
 from __future__ import annotations
@@ -69,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
     q.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+
+    c = sub.add_parser("check", help="re-judge a saved history.jsonl[.gz] with every invariant")
+    c.add_argument("history", type=Path, help="a test's history.jsonl (or .jsonl.gz)")
+    c.add_argument("--time-scale", type=float, help="override the run's time scale")
+    c.add_argument("--finalize-timeout", type=float, help="override (operator seconds)")
+    c.add_argument("--retry-budget", type=int, help="override (finalize retries per window)")
+    c.add_argument("--migration-timeout", type=float, help="override (operator seconds)")
     return p
 
 
@@ -126,6 +133,22 @@ def _qualify(args: argparse.Namespace) -> int:
     return compare.worst(codes)
 
 
+def _check(args: argparse.Namespace) -> int:
+    from mochaos.report.recheck import options_line, recheck, verdict_line
+
+    history, verdicts, options, origin = recheck(
+        args.history,
+        time_scale=args.time_scale,
+        finalize_timeout=args.finalize_timeout,
+        retry_budget=args.retry_budget,
+        migration_timeout=args.migration_timeout,
+    )
+    print(options_line(options, origin), file=sys.stderr)
+    for verdict in verdicts:
+        print(verdict_line(verdict, history.start))
+    return 1 if any(v.failed for v in verdicts) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
     from mochaos import progress
@@ -136,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
         if args.command == "cluster":
             return _cluster(args)
+        if args.command == "check":
+            return _check(args)
         return _qualify(args)
     except MochaosError as err:
         print(f"mo-chaos: {err}", file=sys.stderr)

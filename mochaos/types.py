@@ -91,6 +91,9 @@ class ActionRecord:
     action's trigger (None for an unconditional action); ``write_rv`` is the
     resourceVersion the apiserver gave our write. ``in_window`` is filled in
     when the recorder verified that the trigger still held at ``write_rv``.
+    ``intent`` marks a record appended before its write was sent (``write_rv``
+    and ``error`` filled in when it returned): any change the write caused comes
+    after it in the history.
     """
 
     seq: int
@@ -105,6 +108,7 @@ class ActionRecord:
     error: str | None = None
     in_window: bool | None = None
     component: str = "chaos"
+    intent: bool = False
 
 
 APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
@@ -513,7 +517,8 @@ class ScenarioResult:
     to its first detection by the continuous monitor during the run.
     ``outcome`` is the scenario's verdict: ``failed`` means the operator broke an
     invariant, ``inconclusive`` that a fault missed its window, ``error`` that
-    the infrastructure failed (never the operator's fault).
+    the infrastructure failed (never the operator's fault). ``check_options`` are
+    the CheckOptions the verdicts were judged with (empty when none were).
     """
 
     nodeid: str
@@ -527,6 +532,7 @@ class ScenarioResult:
     agent_migration_retries: int = 0
     audit_counts: dict[str, float] = field(default_factory=dict)
     detection_latency: dict[str, float] = field(default_factory=dict)
+    check_options: dict[str, float] = field(default_factory=dict)
     bugs: list[str] = field(default_factory=list)
     duration: float = 0.0
     seed: int | None = None

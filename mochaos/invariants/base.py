@@ -1,9 +1,10 @@
-"""What every invariant shares: its identity, verdict helpers, and deadline bookkeeping.
+"""What every invariant shares: its identity, its incremental judge, and deadline bookkeeping.
 
-Time-based invariants open an obligation when something starts (a deletion, a
-breach, a migration) and close it when it resolves. An obligation fails only
-once an entry later than its deadline has been seen, so a history that ends
-before a deadline never reports it (continuous evaluation stays quiet).
+An invariant hands out a :class:`Judge` that reads a history one entry at a time
+(``Checker`` drives it); ``check`` feeds a whole history to a fresh judge. Time-based
+judges open an obligation when something starts (a deletion, a breach, a migration)
+and close it when it resolves; an obligation fails once an entry later than its
+deadline has been seen, or, when asked with the clock's ``now``, once ``now`` passed it.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from mochaos.types import CheckOptions, History, Verdict, Violation
+from mochaos.invariants.facts import Facts, Obj
+from mochaos.types import ActionRecord, CheckOptions, Entry, History, Verdict, Violation
 
 
 class InvariantBase(ABC):
-    """An invariant (mochaos.types.Invariant) with the verdict helpers its check uses."""
+    """An invariant (mochaos.types.Invariant): a factory of judges and the verdict helpers."""
 
     id: str = ""
     severity: str = "error"
@@ -26,10 +28,19 @@ class InvariantBase(ABC):
     at_settle_only: bool = False
 
     @abstractmethod
+    def judge(self, options: CheckOptions, facts: Facts) -> Judge:
+        """A fresh judge of this invariant over the entries ``facts`` sees."""
+
     def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
         """Judge ``history``; ``final=False`` judges only what later entries cannot change."""
+        from mochaos.invariants.checker import Checker
 
-    def passed(self, note: str = "") -> Verdict:
+        checker = Checker(options, (self,))
+        checker.feed(history)
+        (verdict,) = checker.verdicts(final=final)
+        return verdict
+
+    def passed(self, note: str) -> Verdict:
         """A passing verdict of this invariant."""
         return Verdict(self.id, "pass", self.bugs, self.severity, None, note)
 
@@ -46,6 +57,71 @@ class InvariantBase(ABC):
         return f"<invariant {self.id}>"
 
 
+class Judge:
+    """One invariant's state over one history, fed entry by entry in ``seq`` order.
+
+    For each new entry the checker calls :meth:`before`, folds a Change into the
+    shared world, then calls :meth:`after`; an action record completed later (its
+    write's resourceVersion arrived) comes again through :meth:`amend`. Each entry
+    is looked at a bounded number of times, so judging a history is linear in it.
+    """
+
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        self.invariant = invariant
+        self.options = options
+        self.facts = facts
+
+    def before(self, entry: Entry) -> None:
+        """A new entry, before the world applied it."""
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        """A new entry, after the world applied it (``prev``: a changed object's old version)."""
+
+    def amend(self, action: ActionRecord) -> None:
+        """An action record seen earlier, now with its write's result."""
+
+    @abstractmethod
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
+        """The verdict so far; ``now`` (wall time) also fails deadlines passed since the last
+        entry; ``final`` judges at settle time."""
+
+    def in_flight(self, now: float) -> list[str]:
+        """What this judge still waits for at ``now`` (deadline not passed)."""
+        return []
+
+
+class DeadlineJudge(Judge):
+    """A judge whose obligations fail when their deadline passes; the first failure stays."""
+
+    seen: str = "obligation(s) seen"
+    """What the pass note counts."""
+
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        super().__init__(invariant, options, facts)
+        self.deadlines = Deadlines()
+        self.failure: Verdict | None = None
+
+    def before(self, entry: Entry) -> None:
+        """Fail at the first entry later than an open obligation's deadline."""
+        if self.failure is None:
+            late = self.deadlines.due(entry.t)
+            if late is not None:
+                self.failure = self.overdue(late, entry.seq)
+
+    @abstractmethod
+    def overdue(self, late: Obligation, seq: int) -> Verdict:
+        """The failing verdict of ``late``, revealed by the entry ``seq``."""
+
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
+        """The first failure; else one due at ``now``; else a pass counting obligations."""
+        if self.failure is not None:
+            return self.failure
+        late = self.deadlines.due(now) if now is not None else None
+        if late is not None:
+            return self.overdue(late, self.facts.last_seq)
+        return self.invariant.passed(self.deadlines.summary(self.seen))
+
+
 @dataclass(frozen=True, slots=True)
 class Obligation:
     """Something that must resolve by ``deadline``; ``detail`` is the invariant's own data."""
@@ -53,45 +129,60 @@ class Obligation:
     key: Hashable
     start: float
     deadline: float
-    seq: int
     detail: Any = None
 
 
 class Deadlines:
-    """Open obligations by key, expiring in deadline order."""
+    """Open obligations by key, due in deadline order."""
 
     def __init__(self) -> None:
         self._open: dict[Hashable, Obligation] = {}
         self._heap: list[tuple[float, int, Obligation]] = []
+        self._in_time: dict[Hashable, Obligation] = {}
+        """The open obligations not yet seen past their deadline by :meth:`in_time`."""
         self.opened = 0
 
-    def open(
-        self, key: Hashable, *, start: float, within: float, seq: int, detail: Any = None
-    ) -> None:
+    def open(self, key: Hashable, *, start: float, within: float, detail: Any = None) -> None:
         """Open an obligation due ``within`` seconds after ``start``; no-op if ``key`` is open."""
         if key in self._open:
             return
-        obligation = Obligation(key, start, start + within, seq, detail)
+        obligation = Obligation(key, start, start + within, detail)
         self._open[key] = obligation
+        self._in_time[key] = obligation
         self.opened += 1
         heapq.heappush(self._heap, (obligation.deadline, self.opened, obligation))
 
     def close(self, key: Hashable) -> None:
         """Resolve the obligation of ``key`` (no-op if none is open)."""
         self._open.pop(key, None)
+        self._in_time.pop(key, None)
 
     def get(self, key: Hashable) -> Obligation | None:
         """The open obligation of ``key``, if any."""
         return self._open.get(key)
 
-    def expired(self, now: float) -> Obligation | None:
-        """Remove and return the open obligation with the earliest deadline before ``now``."""
-        while self._heap and self._heap[0][0] < now:
-            obligation = heapq.heappop(self._heap)[2]
+    def due(self, now: float) -> Obligation | None:
+        """The open obligation with the earliest deadline, when that deadline is before ``now``.
+
+        It stays open: an overdue obligation is still pending until it is closed.
+        """
+        while self._heap:
+            deadline, _, obligation = self._heap[0]
             if self._open.get(obligation.key) is obligation:
-                del self._open[obligation.key]
-                return obligation
+                return obligation if deadline < now else None
+            heapq.heappop(self._heap)  # closed or reopened since: drop the stale entry
         return None
+
+    def in_time(self, now: float) -> list[Obligation]:
+        """The open obligations whose deadline is after ``now``, in the order they were opened.
+
+        ``now`` must not go back between calls: an obligation found past its deadline
+        is left out of every later answer (it is still open and still fails).
+        """
+        late = [key for key, o in self._in_time.items() if o.deadline <= now]
+        for key in late:
+            del self._in_time[key]
+        return list(self._in_time.values())
 
     @property
     def pending(self) -> int:

@@ -7,9 +7,9 @@ Two breaches of a live claim, each failing when it persists longer than
 
 from __future__ import annotations
 
-from mochaos.invariants.base import Deadlines, InvariantBase
-from mochaos.invariants.facts import CLAIM, POD, World, claim_phase, ref, spec_pod
-from mochaos.types import Change, CheckOptions, History, Verdict
+from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
+from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, claim_phase, ref, spec_pod
+from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 _MISSING_POD = "Bound on a pod that does not exist"
 _LOST_WITH_POD = "Lost but still has spec.podName"
@@ -21,44 +21,45 @@ class BoundHasPod(InvariantBase):
     id = "bound-has-pod"
     bugs = ("B3",)
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first breach that outlived the grace period."""
-        world = World()
-        breaches = Deadlines()
-        for entry in history:
-            late = breaches.expired(entry.t)
-            if late is not None:
-                claim, what = late.detail
-                pod = spec_pod(world.claim(claim) or {})
-                return self.failed(
-                    t=late.deadline,
-                    seq=entry.seq,
-                    objects=(ref(CLAIM, claim), ref(POD, pod)),
-                    message=f"CNClaim {claim} {what} ({pod}) for over {options.grace:g}s",
-                )
-            if not isinstance(entry, Change) or entry.kind not in (POD, CLAIM):
-                continue
-            world.apply(entry)
-            claims = [entry.name] if entry.kind == CLAIM else world.claims_naming(entry.name)
-            for claim in claims:
-                obj = world.live_claim(claim)
-                pod = spec_pod(obj) if obj is not None else ""
-                phase = claim_phase(obj) if obj is not None else ""
-                for what, broken in (
-                    (_MISSING_POD, phase == "Bound" and bool(pod) and world.pod(pod) is None),
-                    (_LOST_WITH_POD, phase == "Lost" and bool(pod)),
-                ):
-                    if broken:
-                        breaches.open(
-                            (claim, what),
-                            start=entry.t,
-                            within=options.grace,
-                            seq=entry.seq,
-                            detail=(claim, what),
-                        )
-                    else:
-                        breaches.close((claim, what))
-        return self.passed(breaches.summary("breach(es) seen"))
+        return _Judge(self, options, facts)
+
+
+class _Judge(DeadlineJudge):
+    seen = "breach(es) seen"
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if not isinstance(entry, Change) or entry.kind not in (POD, CLAIM):
+            return
+        world = self.facts.world
+        claims = [entry.name] if entry.kind == CLAIM else world.claims_naming(entry.name)
+        for claim in claims:
+            obj = world.live_claim(claim) or {}
+            pod, phase = spec_pod(obj), claim_phase(obj)
+            for what, broken in (
+                (_MISSING_POD, phase == "Bound" and bool(pod) and world.pod(pod) is None),
+                (_LOST_WITH_POD, phase == "Lost" and bool(pod)),
+            ):
+                if broken:
+                    self.deadlines.open(
+                        (claim, what),
+                        start=entry.t,
+                        within=self.options.grace,
+                        detail=(claim, what),
+                    )
+                else:
+                    self.deadlines.close((claim, what))
+
+    def overdue(self, late: Obligation, seq: int) -> Verdict:
+        claim, what = late.detail
+        pod = spec_pod(self.facts.world.claim(claim) or {})
+        return self.invariant.failed(
+            t=late.deadline,
+            seq=seq,
+            objects=(ref(CLAIM, claim), ref(POD, pod)),
+            message=f"CNClaim {claim} {what} ({pod}) for over {self.options.grace:g}s",
+        )
 
 
 INVARIANT = BoundHasPod()

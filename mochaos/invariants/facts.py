@@ -1,8 +1,9 @@
-"""What the invariants read from objects, and who wrote a change.
+"""What the invariants read from objects, and what every judge shares.
 
 Field access for claims, pods and claim sets (OPERATOR-BEHAVIOUR §2, §13),
-attribution of changes to our own writes, and ``World``: the replayed objects
-with the two indexes several invariants need (pods by label, claims by pod).
+``World``: the replayed objects with the indexes several invariants need (pods
+by label, claims by pod, claims by claim set), and ``Facts``: the world plus
+what is known so far of our own writes, shared by every judge of one history.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from mochaos.types import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     PHASE_LABEL,
+    ActionRecord,
     Change,
-    History,
+    Entry,
     State,
     obj_deleting,
     obj_labels,
@@ -97,23 +99,14 @@ def is_live(obj: Obj | None) -> bool:
     return obj is not None and not obj_deleting(obj)
 
 
-def own_write_rvs(history: History) -> frozenset[int]:
-    """resourceVersions our own writes produced (chaos and agent), from the whole history.
-
-    A change with one of these ``rv`` was caused by us; every other change is the
-    operator's (or Kubernetes'). Action records may arrive after the change they
-    caused, hence the full scan.
-    """
-    return frozenset(a.write_rv for a in history.actions() if a.write_rv is not None)
-
-
 class World:
-    """Objects replayed change by change, with pods indexed by label and by claim spec."""
+    """Objects replayed change by change, with pods by label, claims by pod and by claim set."""
 
     def __init__(self) -> None:
         self.state = State()
         self._pods_by_label: dict[str, set[str]] = {}
         self._claims_by_pod: dict[str, set[str]] = {}
+        self._claims_by_set: dict[str, set[str]] = {}
 
     def apply(self, change: Change) -> Obj | None:
         """Fold one change in; return the object as it was before (None if it did not exist)."""
@@ -125,6 +118,8 @@ class World:
         elif change.kind == CLAIM:
             old, new = _get(spec_pod, before), _get(spec_pod, after)
             _move(self._claims_by_pod, change.name, old, new)
+            old, new = _get(claim_set, before), _get(claim_set, after)
+            _move(self._claims_by_set, change.name, old, new)
         self.state.apply(change)
         return before
 
@@ -138,7 +133,7 @@ class World:
 
     def live_claim(self, name: str) -> Obj | None:
         """The claim when it is live (exists, no deletionTimestamp), else None."""
-        claim = self.claim(name) if name else None
+        claim = self.claim(name)
         return claim if is_live(claim) else None
 
     def pods_labelled(self, claim: str) -> list[str]:
@@ -149,6 +144,10 @@ class World:
         """Existing claims whose ``spec.podName`` is ``pod``, sorted."""
         return sorted(self._claims_by_pod.get(pod, ()))
 
+    def claims_in_set(self, group: str) -> set[str]:
+        """Existing claims of claim set ``group`` (a read-only view)."""
+        return self._claims_by_set.get(group, set())
+
     def holders(self, pod: str, *, besides: str) -> list[str]:
         """Live claims other than ``besides`` that hold ``pod`` by spec.podName or by its label."""
         names = set(self.claims_naming(pod))
@@ -157,6 +156,31 @@ class World:
             names.add(claimed_by(obj))
         names.discard(besides)
         return sorted(n for n in names if self.live_claim(n) is not None)
+
+
+class Facts:
+    """The world and what is known so far of our own writes, shared by the judges of a history.
+
+    An action record may arrive after the change its write caused (it is written
+    when the write returns, or completed then), so whether a change is ours can
+    become known later: judges that care revise themselves when it does.
+    """
+
+    def __init__(self) -> None:
+        self.world = World()
+        self.own_rvs: set[int] = set()
+        self.end = 0.0
+        self.last_seq = -1
+
+    def learn(self, action: ActionRecord) -> None:
+        """Note the resourceVersion of one of our writes."""
+        if action.write_rv is not None:
+            self.own_rvs.add(action.write_rv)
+
+    def advance(self, entry: Entry) -> None:
+        """Move the history's end to ``entry`` (the last entry seen, in ``seq`` order)."""
+        self.end = entry.t
+        self.last_seq = entry.seq
 
 
 def _get(read: Callable[[Obj], str], obj: Obj | None) -> str:

@@ -6,9 +6,9 @@ a DELETED event stops it. A stuck Finalize (B1) keeps the claim past the deadlin
 
 from __future__ import annotations
 
-from mochaos.invariants.base import Deadlines, InvariantBase
-from mochaos.invariants.facts import CLAIM, POD, World, finalizers, ref
-from mochaos.types import Change, CheckOptions, History, Verdict, obj_deleting
+from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
+from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, finalizers, ref
+from mochaos.types import Change, CheckOptions, Entry, Verdict, obj_deleting
 
 
 class FinalizerCompletes(InvariantBase):
@@ -17,38 +17,42 @@ class FinalizerCompletes(InvariantBase):
     id = "finalizer-completes"
     bugs = ("B1",)
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first deletion still unfinished when its deadline passed."""
-        world = World()
-        deadlines = Deadlines()
-        for entry in history:
-            late = deadlines.expired(entry.t)
-            if late is not None:
-                name = str(late.key)
-                claim = world.claim(name) or {}
-                pods = world.pods_labelled(name)
-                held = ", ".join(pods) or "none"
-                return self.failed(
-                    t=late.deadline,
-                    seq=entry.seq,
-                    objects=(ref(CLAIM, name), *(ref(POD, p) for p in pods)),
-                    message=(
-                        f"CNClaim {name} still exists {options.finalize_timeout:g}s after its "
-                        f"deletion started (finalizers: {', '.join(finalizers(claim)) or 'none'}; "
-                        f"pods claimed-by={name}: {held})"
-                    ),
-                )
-            if isinstance(entry, Change):
-                world.apply(entry)
-                if entry.kind != CLAIM:
-                    continue
-                if entry.event == "DELETED":
-                    deadlines.close(entry.name)
-                elif obj_deleting(entry.obj):
-                    deadlines.open(
-                        entry.name, start=entry.t, within=options.finalize_timeout, seq=entry.seq
-                    )
-        return self.passed(deadlines.summary("claim deletion(s) seen"))
+        return _Judge(self, options, facts)
+
+
+class _Judge(DeadlineJudge):
+    seen = "claim deletion(s) seen"
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if not isinstance(entry, Change) or entry.kind != CLAIM:
+            return
+        if entry.event == "DELETED":
+            self.deadlines.close(entry.name)
+        elif obj_deleting(entry.obj):
+            self.deadlines.open(entry.name, start=entry.t, within=self.options.finalize_timeout)
+
+    def overdue(self, late: Obligation, seq: int) -> Verdict:
+        name = str(late.key)
+        world = self.facts.world
+        claim = world.claim(name) or {}
+        pods = world.pods_labelled(name)
+        held = ", ".join(pods) or "none"
+        return self.invariant.failed(
+            t=late.deadline,
+            seq=seq,
+            objects=(ref(CLAIM, name), *(ref(POD, p) for p in pods)),
+            message=(
+                f"CNClaim {name} still exists {self.options.finalize_timeout:g}s after its "
+                f"deletion started (finalizers: {', '.join(finalizers(claim)) or 'none'}; "
+                f"pods claimed-by={name}: {held})"
+            ),
+        )
+
+    def in_flight(self, now: float) -> list[str]:
+        """Claims being deleted whose finalize deadline has not passed at ``now``."""
+        return [f"deleting {o.key}" for o in self.deadlines.in_time(now)]
 
 
 INVARIANT = FinalizerCompletes()

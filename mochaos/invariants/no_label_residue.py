@@ -7,9 +7,9 @@ the short windows of a normal finalize or reclaim pass.
 
 from __future__ import annotations
 
-from mochaos.invariants.base import Deadlines, InvariantBase
-from mochaos.invariants.facts import CLAIM, POD, World, claim_refs, claimed_by, ref
-from mochaos.types import Change, CheckOptions, History, Verdict
+from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
+from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, World, claim_refs, claimed_by, ref
+from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 
 class NoLabelResidue(InvariantBase):
@@ -18,49 +18,47 @@ class NoLabelResidue(InvariantBase):
     id = "no-label-residue"
     bugs = ("B5", "B4")
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first label breach that outlived the grace period."""
-        world = World()
-        breaches = Deadlines()
-        for entry in history:
-            late = breaches.expired(entry.t)
-            if late is not None:
-                pod, claim = late.detail
-                return self.failed(
-                    t=late.deadline,
-                    seq=entry.seq,
-                    objects=(ref(POD, pod), ref(CLAIM, claim)),
-                    message=(
-                        f"pod {pod} labelled claimed-by={claim} for over {options.grace:g}s "
-                        f"while {_breach(world, pod, claim)}"
-                    ),
-                )
-            if not isinstance(entry, Change) or entry.kind not in (POD, CLAIM):
-                continue
-            before = world.apply(entry)
-            if entry.kind == CLAIM:
-                pods = world.pods_labelled(entry.name)
-            elif entry.event == "DELETED":
-                pods = []
+        return _Judge(self, options, facts)
+
+
+class _Judge(DeadlineJudge):
+    seen = "label breach(es) seen"
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if not isinstance(entry, Change) or entry.kind not in (POD, CLAIM):
+            return
+        world = self.facts.world
+        # A pod that is gone has no label: judging it only closes what it had.
+        pods = world.pods_labelled(entry.name) if entry.kind == CLAIM else [entry.name]
+        if entry.kind == POD and prev is not None and claimed_by(prev):
+            old = claimed_by(prev)
+            if entry.event == "DELETED" or claimed_by(entry.obj) != old:
+                self.deadlines.close((entry.name, old))
+        for pod in pods:
+            label = claimed_by(world.pod(pod) or {})
+            if _breach(world, pod, label) is None:
+                self.deadlines.close((pod, label))
             else:
-                pods = [entry.name]
-            if entry.kind == POD and before is not None and claimed_by(before):
-                old = claimed_by(before)
-                if entry.event == "DELETED" or claimed_by(entry.obj) != old:
-                    breaches.close((entry.name, old))
-            for pod in pods:
-                label = claimed_by(world.pod(pod) or {})
-                if _breach(world, pod, label) is None:
-                    breaches.close((pod, label))
-                else:
-                    breaches.open(
-                        (pod, label),
-                        start=entry.t,
-                        within=options.grace,
-                        seq=entry.seq,
-                        detail=(pod, label),
-                    )
-        return self.passed(breaches.summary("label breach(es) seen"))
+                self.deadlines.open(
+                    (pod, label),
+                    start=entry.t,
+                    within=self.options.grace,
+                    detail=(pod, label),
+                )
+
+    def overdue(self, late: Obligation, seq: int) -> Verdict:
+        pod, claim = late.detail
+        return self.invariant.failed(
+            t=late.deadline,
+            seq=seq,
+            objects=(ref(POD, pod), ref(CLAIM, claim)),
+            message=(
+                f"pod {pod} labelled claimed-by={claim} for over {self.options.grace:g}s "
+                f"while {_breach(self.facts.world, pod, claim)}"
+            ),
+        )
 
 
 def _breach(world: World, pod: str, label: str) -> str | None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mochaos.invariants.base import InvariantBase
+from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import (
     CLAIM,
     POD,
+    Facts,
     Obj,
     World,
     claim_phase,
@@ -23,7 +24,7 @@ from mochaos.invariants.facts import (
     ref,
     spec_pod,
 )
-from mochaos.types import Change, CheckOptions, History, Verdict
+from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +40,24 @@ class PodClaimAgreement(InvariantBase):
     bugs = ("B5",)
     at_settle_only = True
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first disagreement in the final state (skipped while not final)."""
+        return _Judge(self, options, facts)
+
+
+class _Judge(Judge):
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        super().__init__(invariant, options, facts)
+        self.last: dict[tuple[str, str], Change] = {}
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if isinstance(entry, Change):
+            self.last[(entry.kind, entry.name)] = entry
+
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
         if not final:
-            return self.skipped("evaluated at settle")
-        world = World()
-        last: dict[tuple[str, str], Change] = {}
-        for change in history.changes():
-            world.apply(change)
-            last[(change.kind, change.name)] = change
+            return self.invariant.skipped("evaluated at settle")
+        world, last = self.facts.world, self.last
         offences = [
             *(_pod_offence(world, n, p) for n, p in sorted(world.state.all(POD).items())),
             *(_claim_offence(world, n, c) for n, c in sorted(world.state.all(CLAIM).items())),
@@ -58,9 +68,11 @@ class PodClaimAgreement(InvariantBase):
             if o is not None
         ]
         if not found:
-            return self.passed("every Bound pod and live Bound claim agree in the final state")
+            return self.invariant.passed(
+                "every Bound pod and live Bound claim agree in the final state"
+            )
         produced, offence = min(found, key=lambda item: item[0].seq)
-        return self.failed(
+        return self.invariant.failed(
             t=produced.t,
             seq=produced.seq,
             objects=tuple(ref(kind, name) for kind, name in offence.objects),
@@ -91,7 +103,7 @@ def _claim_offence(world: World, name: str, claim: Obj) -> _Offence | None:
     if world.live_claim(name) is None or claim_phase(claim) != "Bound":
         return None
     pod_name = spec_pod(claim)
-    pod = world.pod(pod_name) if pod_name else None
+    pod = world.pod(pod_name)
     if pod is None:
         what = f"pod {pod_name} does not exist" if pod_name else "it has no spec.podName"
     elif pod_phase(pod) != "Bound":

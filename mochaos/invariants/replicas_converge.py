@@ -8,9 +8,9 @@ keeps the earlier start. Claim sets being deleted are not judged.
 
 from __future__ import annotations
 
-from mochaos.invariants.base import Deadlines, InvariantBase
-from mochaos.invariants.facts import CLAIMSET, Obj, ref
-from mochaos.types import Change, CheckOptions, History, Verdict, obj_deleting
+from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
+from mochaos.invariants.facts import CLAIMSET, Facts, Obj, ref
+from mochaos.types import Change, CheckOptions, Entry, Verdict, obj_deleting
 
 
 class ReplicasConverge(InvariantBase):
@@ -19,40 +19,47 @@ class ReplicasConverge(InvariantBase):
     id = "replicas-converge"
     bugs = ()
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first claim set that did not converge by its deadline."""
-        latest: dict[str, Obj] = {}
-        scales = Deadlines()
-        for entry in history:
-            late = scales.expired(entry.t)
-            if late is not None:
-                name = str(late.key)
-                desired, replicas, ready = _counts(latest[name])
-                return self.failed(
-                    t=late.deadline,
-                    seq=entry.seq,
-                    objects=(ref(CLAIMSET, name),),
-                    message=(
-                        f"CNClaimSet {name} did not converge within "
-                        f"{options.converge_timeout:g}s: spec.replicas={desired}, "
-                        f"status.replicas={replicas}, readyReplicas={ready}"
-                    ),
-                )
-            if not isinstance(entry, Change) or entry.kind != CLAIMSET:
-                continue
-            name, obj = entry.name, entry.obj
-            before = latest.get(name)
-            if entry.event == "DELETED" or obj_deleting(obj):
-                latest.pop(name, None)
-                scales.close(name)
-                continue
-            latest[name] = obj
-            desired, replicas, ready = _counts(obj)
-            if before is None or _counts(before)[0] != desired:
-                scales.open(name, start=entry.t, within=options.converge_timeout, seq=entry.seq)
-            if replicas == desired and ready == desired:
-                scales.close(name)
-        return self.passed(scales.summary("scale change(s) seen"))
+        return _Judge(self, options, facts)
+
+
+class _Judge(DeadlineJudge):
+    seen = "scale change(s) seen"
+
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        super().__init__(invariant, options, facts)
+        self.latest: dict[str, Obj] = {}
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if not isinstance(entry, Change) or entry.kind != CLAIMSET:
+            return
+        name, obj = entry.name, entry.obj
+        before = self.latest.get(name)
+        if entry.event == "DELETED" or obj_deleting(obj):
+            self.latest.pop(name, None)
+            self.deadlines.close(name)
+            return
+        self.latest[name] = obj
+        desired, replicas, ready = _counts(obj)
+        if before is None or _counts(before)[0] != desired:
+            self.deadlines.open(name, start=entry.t, within=self.options.converge_timeout)
+        if replicas == desired and ready == desired:
+            self.deadlines.close(name)
+
+    def overdue(self, late: Obligation, seq: int) -> Verdict:
+        name = str(late.key)
+        desired, replicas, ready = _counts(self.latest[name])
+        return self.invariant.failed(
+            t=late.deadline,
+            seq=seq,
+            objects=(ref(CLAIMSET, name),),
+            message=(
+                f"CNClaimSet {name} did not converge within "
+                f"{self.options.converge_timeout:g}s: spec.replicas={desired}, "
+                f"status.replicas={replicas}, readyReplicas={ready}"
+            ),
+        )
 
 
 def _counts(claimset: Obj) -> tuple[int, int, int]:

@@ -1,6 +1,6 @@
 """retry-budget (hot loops): per object, retries within a sliding window stay within budget.
 
-Counts, per claim, the operator's ``finalize CNClaim`` log records (one per
+Counts, per claim, its finalize retries (``vocabulary.finalize_retries``: one per
 Finalize pass), and, per object, its error-level records. More than
 ``retry_budget`` of either within any ``retry_window`` seconds is a hot loop;
 the violation is the record that exceeded the budget. Errors that only say
@@ -10,21 +10,14 @@ the operator's, and are not counted.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 
-from mochaos.invariants.base import InvariantBase
-from mochaos.invariants.facts import CLAIM, ref
-from mochaos.types import CheckOptions, History, LogRecord, Verdict
+from mochaos.invariants.base import InvariantBase, Judge
+from mochaos.invariants.facts import CLAIM, Facts, Obj, ref
+from mochaos.observe.vocabulary import FINALIZE_ATTEMPT, LogKind, classify, error_text
+from mochaos.types import CheckOptions, Entry, LogRecord, Verdict
 
-FINALIZE_MSG = "finalize CNClaim"
-ERROR_LEVELS = frozenset({"error", "dpanic", "panic", "fatal"})
-UNREACHABLE = re.compile(
-    r"connection refused|connection reset|dial tcp|i/o timeout|no route to host|"
-    r"Max retries exceeded|RemoteDisconnected|server is currently unable|EOF",
-    re.IGNORECASE,
-)
-"""Error texts of an apiserver that is down or restarting."""
+_COUNTED = {LogKind.FINALIZE_ATTEMPT: "finalize", LogKind.ERROR: "error"}
 
 
 class RetryBudget(InvariantBase):
@@ -33,53 +26,57 @@ class RetryBudget(InvariantBase):
     id = "retry-budget"
     bugs = ()
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first record that exceeds the budget in its window."""
-        windows: dict[tuple[str, str, str], deque[float]] = {}
-        finalizes = errors = 0
-        for record in history:
-            if not isinstance(record, LogRecord) or not record.name:
-                continue
-            kinds = []
-            if record.msg == FINALIZE_MSG:
-                kinds.append("finalize")
-                finalizes += 1
-            if record.level.lower() in ERROR_LEVELS and not _unreachable(record):
-                kinds.append("error")
-                errors += 1
-            for kind in kinds:
-                times = windows.setdefault((kind, record.namespace, record.name), deque())
-                times.append(record.t)
-                while record.t - times[0] > options.retry_window:
-                    times.popleft()
-                if len(times) > options.retry_budget:
-                    return self._fail(kind, record, len(times), options)
-        return self.passed(
-            f"{finalizes} '{FINALIZE_MSG}' and {errors} error record(s), within budget"
+        return _Judge(self, options, facts)
+
+
+class _Judge(Judge):
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        super().__init__(invariant, options, facts)
+        self.windows: dict[tuple[str, str, str], deque[float]] = {}
+        self.counts = dict.fromkeys(_COUNTED.values(), 0)
+        self.failure: Verdict | None = None
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if self.failure is not None or not isinstance(entry, LogRecord) or not entry.name:
+            return
+        kind = _COUNTED.get(classify(entry))
+        if kind is None:
+            return
+        self.counts[kind] += 1
+        times = self.windows.setdefault((kind, entry.namespace, entry.name), deque())
+        times.append(entry.t)
+        while entry.t - times[0] > self.options.retry_window:
+            times.popleft()
+        if len(times) > self.options.retry_budget:
+            self.failure = self._fail(kind, entry, len(times))
+
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
+        if self.failure is not None:
+            return self.failure
+        return self.invariant.passed(
+            f"{self.counts['finalize']} '{FINALIZE_ATTEMPT}' and {self.counts['error']} "
+            "error record(s), within budget"
         )
 
-    def _fail(self, kind: str, record: LogRecord, count: int, options: CheckOptions) -> Verdict:
+    def _fail(self, kind: str, record: LogRecord, count: int) -> Verdict:
         if kind == "finalize":
             obj = ref(CLAIM, record.name)
-            what = f"{count} '{FINALIZE_MSG}' records for CNClaim {record.name}"
+            what = f"{count} '{FINALIZE_ATTEMPT}' records for CNClaim {record.name}"
         else:
             obj = record.name
             what = f"{count} error-level records for {record.namespace}/{record.name}"
-        text = str(record.fields.get("error") or record.msg)
-        last = next(iter(text.splitlines()), "")[:120]
-        return self.failed(
+        options = self.options
+        return self.invariant.failed(
             t=record.t,
             seq=record.seq,
             objects=(obj,),
             message=(
                 f"{what} within {options.retry_window:g}s (budget {options.retry_budget}); "
-                f"last: {last}"
+                f"last: {error_text(record)[:120]}"
             ),
         )
-
-
-def _unreachable(record: LogRecord) -> bool:
-    return bool(UNREACHABLE.search(f"{record.msg} {record.fields.get('error', '')}"))
 
 
 INVARIANT = RetryBudget()

@@ -5,14 +5,25 @@ claim already holds (by spec.podName or by the claimed-by label): a claim's
 spec.podName set to it, or its label handed to a claim whose spec does not name
 it. A relabel that follows the claim's own spec.podName (a migration target
 taken by Sync) is not new, and our own writes (the injected fault, the agent's
-patch) are never violations by themselves. Instantaneous: no grace.
+patch) are never violations by themselves. Instantaneous: no grace. Our action
+record may arrive after the change it caused; a suspect change is cleared then.
 """
 
 from __future__ import annotations
 
-from mochaos.invariants.base import InvariantBase
-from mochaos.invariants.facts import CLAIM, POD, World, claimed_by, own_write_rvs, ref, spec_pod
-from mochaos.types import Change, CheckOptions, History, Verdict
+from dataclasses import dataclass
+
+from mochaos.invariants.base import InvariantBase, Judge
+from mochaos.invariants.facts import (
+    CLAIM,
+    POD,
+    Facts,
+    Obj,
+    claimed_by,
+    ref,
+    spec_pod,
+)
+from mochaos.types import ActionRecord, Change, CheckOptions, Entry, Verdict
 
 
 class SingleBinding(InvariantBase):
@@ -21,23 +32,61 @@ class SingleBinding(InvariantBase):
     id = "single-binding"
     bugs = ("#581",)
 
-    def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
+    def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first operator write that references an already-held pod."""
-        ours = own_write_rvs(history)
-        world = World()
-        for change in history.changes():
-            if change.kind not in (POD, CLAIM) or change.event == "DELETED":
-                world.apply(change)
-                continue
-            if change.rv not in ours:
-                verdict = self._judge(world, change)
-                if verdict is not None:
-                    return verdict
-            world.apply(change)
-        return self.passed("no operator write referenced a pod held by another live claim")
+        return _Judge(self, options, facts)
 
-    def _judge(self, world: World, change: Change) -> Verdict | None:
-        """Judge one operator change against the state just before it."""
+
+@dataclass(slots=True)
+class _Suspect:
+    """A change that breaks the invariant unless it turns out to be one of our writes."""
+
+    verdict: Verdict
+    cleared: bool = False
+
+
+class _Judge(Judge):
+    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
+        super().__init__(invariant, options, facts)
+        self.suspects: list[_Suspect] = []
+        self.by_rv: dict[int, list[_Suspect]] = {}
+        self.first = 0
+        """Index of the first suspect not cleared (all before it are)."""
+
+    def before(self, entry: Entry) -> None:
+        """Judge an operator change against the state just before it."""
+        if (
+            isinstance(entry, Change)
+            and entry.kind in (POD, CLAIM)
+            and entry.event != "DELETED"
+            and entry.rv not in self.facts.own_rvs
+        ):
+            verdict = self._judge(entry)
+            if verdict is not None:
+                suspect = _Suspect(verdict)
+                self.suspects.append(suspect)
+                self.by_rv.setdefault(entry.rv, []).append(suspect)
+
+    def after(self, entry: Entry, prev: Obj | None) -> None:
+        if isinstance(entry, ActionRecord):
+            self.amend(entry)
+
+    def amend(self, action: ActionRecord) -> None:
+        """Our write's change is not the operator's: clear it."""
+        for suspect in self.by_rv.pop(action.write_rv, ()):  # type: ignore[arg-type]
+            suspect.cleared = True
+
+    def verdict(self, *, now: float | None, final: bool) -> Verdict:
+        while self.first < len(self.suspects) and self.suspects[self.first].cleared:
+            self.first += 1
+        if self.first < len(self.suspects):
+            return self.suspects[self.first].verdict
+        return self.invariant.passed(
+            "no operator write referenced a pod held by another live claim"
+        )
+
+    def _judge(self, change: Change) -> Verdict | None:
+        world = self.facts.world
         if change.kind == CLAIM:
             claim, pod = change.name, spec_pod(change.obj)
             before = world.claim(claim)
@@ -56,7 +105,7 @@ class SingleBinding(InvariantBase):
         holders = world.holders(pod, besides=claim)
         if not holders:
             return None
-        return self.failed(
+        return self.invariant.failed(
             t=change.t,
             seq=change.seq,
             objects=(ref(CLAIM, claim), ref(POD, pod), *(ref(CLAIM, h) for h in holders)),

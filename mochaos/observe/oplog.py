@@ -2,8 +2,9 @@
 
 The real operator logs with zap's JSON encoder (``ts`` as RFC3339 or epoch
 seconds, ``level``, ``msg``, ``namespace``, ``name`` and the step's keys); the
-model writes the same shape. Counting reads the recorded history, so the same
-numbers feed the invariants, the JUnit properties and the timeline.
+model writes the same shape. What a line means is ``mochaos.observe.vocabulary``'s;
+counting reads the recorded history with it, so the invariants, the JUnit
+properties and the timeline count alike.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mochaos.observe.vocabulary import finalize_retries
 from mochaos.types import History
 
-FINALIZE_MSG = "finalize CNClaim"
-FINALIZE_RETRY_MSG = "does not complete finalizing, retry"
 _BASE_KEYS = {"ts", "level", "msg", "namespace", "name", "caller", "logger", "stacktrace"}
 
 
@@ -67,11 +67,9 @@ def parse_log_line(line: str) -> ParsedLine | None:
 
 @dataclass
 class RetryCounts:
-    """Per-object counts read from the operator log and our own action records."""
+    """Per-claim counts read from the operator log and our own action records."""
 
     finalize: Counter[str] = field(default_factory=Counter)
-    requeues: Counter[str] = field(default_factory=Counter)
-    errors: Counter[str] = field(default_factory=Counter)
     migration_requests: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -81,15 +79,8 @@ class RetryCounts:
 
 
 def count_retries(history: History) -> RetryCounts:
-    """Count finalize attempts, finalize requeues and errors per object, and agent patches."""
-    counts = RetryCounts()
-    for rec in history.logs():
-        if rec.msg == FINALIZE_MSG:
-            counts.finalize[rec.name] += 1
-        elif rec.msg == FINALIZE_RETRY_MSG:
-            counts.requeues[rec.name] += 1
-        if rec.level in ("error", "dpanic", "panic", "fatal"):
-            counts.errors[rec.name or "?"] += 1
+    """Finalize retries per claim (vocabulary.finalize_retries) and the agent's patches."""
+    counts = RetryCounts(finalize=finalize_retries(history.logs()))
     for act in history.actions("request_migration"):
         if act.error is None:
             counts.migration_requests[act.name] += 1

@@ -62,6 +62,8 @@ class Recorder:
         self._clock = clock
         self._cond = threading.Condition()
         self._entries: list[Entry] = []
+        self._journal: list[Entry] = []
+        """Every entry as appended, then every action record again when it is updated."""
         self._state = State()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -157,6 +159,7 @@ class Recorder:
         with self._cond:
             entry = make(len(self._entries), self._clock())
             self._entries.append(entry)
+            self._journal.append(entry)
             if isinstance(entry, Change):
                 self._state.apply(entry)
             for listener in self._listeners:
@@ -193,6 +196,12 @@ class Recorder:
         entry = self._append(lambda seq, t: ActionRecord(seq=seq, t=t, **fields))
         assert isinstance(entry, ActionRecord)
         return entry
+
+    def complete_action(
+        self, seq: int, *, write_rv: int | None = None, error: str | None = None
+    ) -> ActionRecord:
+        """Fill in the result of the write an intent record at ``seq`` announced."""
+        return self._update_action(seq, write_rv=write_rv, error=error)
 
     def mark(self, label: str) -> Marker:
         """Append a scenario marker."""
@@ -282,11 +291,29 @@ class Recorder:
 
     def resolve_action(self, seq: int, *, in_window: bool) -> None:
         """Fill in whether the action at ``seq`` landed while its trigger held."""
+        self._update_action(seq, in_window=in_window)
+
+    def _update_action(self, seq: int, **fields: Any) -> ActionRecord:
         with self._cond:
             entry = self._entries[seq]
             assert isinstance(entry, ActionRecord)
-            self._entries[seq] = replace(entry, in_window=in_window)
+            entry = replace(entry, **fields)
+            self._entries[seq] = entry
             self._rewrite.add(seq)
+            self._journal.append(entry)
+            self._cond.notify_all()
+        return entry
+
+    def journal(self, since: int = 0) -> tuple[list[Entry], int]:
+        """What was recorded from journal position ``since`` on, and the position after it.
+
+        New entries in ``seq`` order, and an action record again (same ``seq``) each
+        time it is updated: what an incremental reader (mochaos.invariants.Checker)
+        needs, each item once, without copying the whole history.
+        """
+        with self._cond:
+            items = self._journal[since:]
+            return items, since + len(items)
 
     def barrier(self, *, timeout: float = 10.0) -> None:
         """Wait until the history holds every change made before this call, for every kind.

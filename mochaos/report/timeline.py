@@ -1,8 +1,9 @@
 """The incident timeline: a History turned into the table a bug report would show.
 
 Object changes become semantic events by diffing successive versions of each
-object; operator log lines keep their key fields; repeated retry lines of one
-object collapse into one row; our own writes appear once, as the action row;
+object; operator log lines keep their key fields (what a line means is the log
+vocabulary's); repeated retry lines of one object collapse into one row, finalize
+retries counted as everywhere else; our own writes appear once, as the action row;
 the first violation of each failed invariant gets a row of its own.
 """
 
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mochaos.observe import vocabulary
+from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_retries
 from mochaos.types import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
@@ -37,14 +40,11 @@ MARKER_TEXT = {
     "settled": "settled: final checks",
 }
 
-_FINALIZE_MSGS = frozenset(
-    {
-        "finalize CNClaim",
-        "does not complete finalizing, retry",
-        "skip reclaim, pod still claimed by other CNClaim",
-    }
+_FINALIZE_KINDS = frozenset(
+    {LogKind.FINALIZE_ATTEMPT, LogKind.FINALIZE_UNFINISHED, LogKind.FINALIZE_SKIP}
 )
-_CLAIMSET_MSGS = frozenset({"sort claims to scale-in", "skip migrating claims from scale-in"})
+_CLAIMSET_KINDS = frozenset({LogKind.SCALE_IN_SORT, LogKind.SCALE_IN_SKIP})
+_ERROR_KINDS = frozenset({LogKind.ERROR, LogKind.UNREACHABLE, LogKind.KEEP_BOUND_ERROR})
 _CONTROLLER_KINDS = {
     "cn-claim-manager": "CNClaim",
     "cn-claimset-manager": "CNClaimSet",
@@ -311,48 +311,49 @@ def _sorted_claims(value: Any) -> list[str]:
 def _single_log_text(rec: LogRecord) -> str | None:
     """The row text of a log line shown as its own row (None: not shown)."""
     f = rec.fields
-    match rec.msg:
-        case "start bind cn claim":
-            return "start bind cn claim"
-        case "CN bind success":
+    match classify(rec):
+        case LogKind.BIND:
+            return vocabulary.START_BIND
+        case LogKind.BIND_SUCCESS:
             return f"CN bind success: pod/{_pod_name(f.get('claimed CN'))}"
-        case "start draining source pod":
+        case LogKind.DRAIN_SOURCE:
             return f"start draining source pod/{f.get('pod')}"
-        case "sort claims to scale-in":
+        case LogKind.SCALE_IN_SORT:
             order = _sorted_claims(f.get("sorted"))
-            return "sort claims to scale-in" + (f": {', '.join(order)}" if order else "")
-        case "skip migrating claims from scale-in":
+            return vocabulary.SCALE_IN_SORT + (f": {', '.join(order)}" if order else "")
+        case LogKind.SCALE_IN_SKIP:
             return f"scale-in skipped {f.get('count')} migrating claim(s)"
-        case "finalize CNClaim, reclaim bound CN":
+        case LogKind.FINALIZE_RECLAIM:
             return f"finalize: reclaim bound pod/{_pod_name(f.get('cn'))}"
-        case "release pod label, pod claimed by other CNClaim":
+        case LogKind.FINALIZE_RELEASE:
             return (
                 f"finalize: release label of pod/{f.get('pod')} (held by claim/{f.get('holder')})"
             )
-        case "resource finalizing complete, remove finalizer":
+        case LogKind.FINALIZE_DONE:
             return "finalize complete, finalizer removed"
-        case "multiple orphan CN bound to 1 claim":
+        case LogKind.ORPHANS:
             return f"{f.get('count')} orphan pods bound to this claim"
-        case "drain pool pod timeout, delete it to avoid workload intervention":
+        case LogKind.DRAIN_TIMEOUT:
             return "drain timed out, pod evicted"
-        case "finalize CNClaim":
-            return "finalize CNClaim"
+        case LogKind.FINALIZE_ATTEMPT:
+            return vocabulary.FINALIZE_ATTEMPT
     return None
 
 
 def _group_key(rec: LogRecord, obj: str) -> tuple[Any, ...] | None:
     """Lines with the same key collapse into one row when repeated."""
     f = rec.fields
-    if rec.msg in _FINALIZE_MSGS:
+    kind = classify(rec)
+    if kind in _FINALIZE_KINDS:
         return (obj, "finalize")
-    if rec.msg == "migrate claimed pod":
+    if kind is LogKind.MIGRATE:
         return (obj, "migrate", f.get("source"), f.get("target"))
-    if rec.msg == "start bind cn claim":
+    if kind is LogKind.BIND:
         return (obj, "bind")
-    if rec.msg == "skip pod claimed by other CNClaim":
+    if kind is LogKind.BIND_SKIP:
         return (obj, "skip-pod", f.get("podName"), f.get("holder"))
-    if rec.level.lower() == "error" or rec.msg == "error keep bound CN working":
-        return (obj, "error", str(f.get("error") or rec.msg).splitlines()[0])
+    if kind in _ERROR_KINDS:
+        return (obj, "error", error_text(rec))
     return None
 
 
@@ -362,23 +363,24 @@ def _group_text(key: tuple[Any, ...], lines: list[LogRecord], start: float) -> s
     if kind == "finalize":
         if n == 1:
             return _single_log_text(lines[0]) or lines[0].msg
-        retries = sum(r.msg == "does not complete finalizing, retry" for r in lines)
-        retries = retries or sum(r.msg == "finalize CNClaim" for r in lines)
         skips: dict[tuple[str, str], int] = defaultdict(int)
         for r in lines:
-            if r.msg == "skip reclaim, pod still claimed by other CNClaim":
+            if classify(r) is LogKind.FINALIZE_SKIP:
                 skips[(str(r.fields.get("pod")), str(r.fields.get("holder")))] += 1
         detail = "".join(
             f"; skip reclaim pod/{pod} (held by claim/{holder}) ×{count}"
             for (pod, holder), count in skips.items()
         )
+        retries = sum(finalize_retries(lines).values())
+        if not retries:  # another kind's Finalize: only the runtime's requeue lines
+            return f"finalize not complete, requeued ×{n}, {_span(first, last)}"
         return f"Finalize retried {_times(retries)}, {_span(first, last)}{detail}"
     if kind == "migrate":
         text = f"migrate claimed pod: pod/{key[2]} → pod/{key[3]}"
         return text if n == 1 else f"{text}, repeated {_times(n)}, {_span(first, last)}"
     if kind == "bind":
         return (
-            "start bind cn claim" if n == 1 else f"bind attempted {_times(n)}, {_span(first, last)}"
+            vocabulary.START_BIND if n == 1 else f"bind attempted {_times(n)}, {_span(first, last)}"
         )
     if kind == "skip-pod":
         text = f"bind skipped pod/{key[2]} (held by claim/{key[3]})"
@@ -529,7 +531,7 @@ def _log_rows(rows: _Rows, history: History) -> None:
     groups: dict[tuple[Any, ...], list[LogRecord]] = {}
     for rec in history.logs():
         controller_kind = _CONTROLLER_KINDS.get(str(rec.fields.get("controller", "")))
-        if rec.msg in _CLAIMSET_MSGS:
+        if classify(rec) in _CLAIMSET_KINDS:
             obj = object_ref("CNClaimSet", rec.name)
         elif controller_kind is not None:
             obj = object_ref(controller_kind, rec.name) if rec.name else "operator"

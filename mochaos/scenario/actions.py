@@ -1,10 +1,12 @@
 """Chaos actions: every write a scenario makes, recorded with proof of when it landed.
 
-Each action writes through its own API client (user agent ``mochaos/chaos``),
-records an ActionRecord with the resourceVersion the apiserver gave the write
-and, when it was gated by a trigger, the trigger's name and the version of the
-observation that fired it. Actions only ever touch the one namespace the run
-created and labelled; anything else is refused before any write.
+Each action writes through its own API client (user agent ``mochaos/chaos``).
+Its ActionRecord is appended before the write is sent (an intent: whatever the
+write causes comes after it in the history) and completed with the
+resourceVersion the apiserver gave the write, or its error; when it was gated
+by a trigger, it names the trigger and the version of the observation that
+fired it. Actions only ever touch the one namespace the run created and
+labelled; anything else is refused before any write.
 """
 
 from __future__ import annotations
@@ -98,8 +100,12 @@ class Actions:
         write_rv: int | None = None,
         error: str | None = None,
         component: str = "chaos",
+        intent: bool = False,
     ) -> ActionRecord:
-        """Record an action (one this class wrote, or one made elsewhere, e.g. sessions)."""
+        """Record an action (one this class wrote, or one made elsewhere, e.g. sessions).
+
+        ``intent``: recorded before the write is sent, completed when it returns.
+        """
         return self._recorder.record_action(
             action=action,
             kind=kind,
@@ -110,18 +116,26 @@ class Actions:
             write_rv=write_rv,
             error=error,
             component=component,
+            intent=intent,
         )
 
     def _write(self, action: str, kind: str, name: str, call, **record: Any) -> ActionRecord:
+        """Record the intent, send the write, complete the record with its result."""
+        intent = self.record(action, kind, name, intent=True, **record)
+        done = self._recorder.complete_action
         try:
             result = call()
         except ApiException as err:
+            failed = done(intent.seq, error=f"{err.status} {err.reason}")
             if err.status in (401, 403):
                 raise InfraError(f"{action} {kind}/{name} refused ({err.status})") from err
             if err.status is None or err.status >= 500:
                 raise InfraError(f"{action} {kind}/{name}: apiserver error {err.status}") from err
-            return self.record(action, kind, name, error=f"{err.status} {err.reason}", **record)
-        return self.record(action, kind, name, write_rv=_rv_of(result), **record)
+            return failed
+        except BaseException as err:
+            done(intent.seq, error=f"{type(err).__name__}: {err}")
+            raise
+        return done(intent.seq, write_rv=_rv_of(result))
 
     # -- objects ---------------------------------------------------------------
 

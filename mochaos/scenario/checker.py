@@ -1,9 +1,10 @@
 """The checker: the invariants watched during the run, settling, and the verdict.
 
-A monitor evaluates the invariants continuously and remembers when each first
-failed (detection latency). :meth:`Checker.settle` lets the operator work until
-nothing is in flight and nothing changes for a while, so a stuck state is judged on
-evidence; :meth:`Checker.verdict` evaluates every invariant over the whole history,
+A monitor feeds what the recorder records to one incremental invariant checker and
+remembers when each invariant first failed (detection latency). :meth:`Checker.settle`
+lets the operator work until nothing is in flight and nothing changes for a while (both
+read from that same checker), so a stuck state is judged on evidence;
+:meth:`Checker.verdict` evaluates every invariant over the whole history,
 adds the nemesis's window proofs and the audit log's second opinion, and builds the
 scenario's result.
 """
@@ -13,14 +14,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+from mochaos import invariants
 from mochaos.config import CheckOptions
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
-from mochaos.types import Change, History, ScenarioResult, Verdict, obj_deleting
+from mochaos.types import History, ScenarioResult, Verdict
 
 AUDIT_TOLERANCE = 1
 """Largest per-claim difference allowed between our record of the agent's patches and the
@@ -28,8 +30,6 @@ audit log's (a patch in flight when the slice is read)."""
 
 MONITOR_PERIOD = 0.25
 """How often the invariants are evaluated during the run (seconds)."""
-
-RECORDED_KINDS = ("CNClaim", "CNClaimSet", "Pod")
 
 
 @dataclass
@@ -43,13 +43,20 @@ class Detection:
 
 @dataclass
 class Monitor:
-    """Evaluates the invariants continuously; remembers when each first failed."""
+    """Feeds the recorder's journal to one incremental invariant checker; remembers when
+    each invariant first failed. ``update`` is called by its thread and by settle."""
 
     recorder: Recorder
     options: CheckOptions
     detections: dict[str, Detection] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+    invariants: invariants.Checker = field(init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _cursor: int = 0
+
+    def __post_init__(self) -> None:
+        self.invariants = invariants.Checker(self.options)
 
     def start(self) -> None:
         """Start the monitor thread."""
@@ -57,16 +64,27 @@ class Monitor:
         self.thread.start()
 
     def _run(self) -> None:
-        from mochaos.invariants import evaluate
-
         while not self.stop.wait(MONITOR_PERIOD):
-            history = self.recorder.history()
-            for v in evaluate(history, self.options, final=False):
-                if v.failed and v.invariant not in self.detections and v.violation:
+            self.update()
+
+    def update(self) -> float:
+        """Judge what was recorded since the last update; return the ``now`` judged at."""
+        with self.lock:
+            now = time.time()  # before reading: every change received by now is read
+            entries, self._cursor = self.recorder.journal(self._cursor)
+            failed = self.invariants.feed(entries) + self.invariants.poll(now)
+            for v in failed:
+                if v.invariant not in self.detections and v.violation:
                     self.detections[v.invariant] = Detection(
                         v.invariant, time.time(), v.violation.t
                     )
                     LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
+            return now
+
+    def activity(self, now: float) -> tuple[float, list[str]]:
+        """When the system last moved (our own writes aside) and what is in flight at ``now``."""
+        with self.lock:
+            return self.invariants.last_move(), self.invariants.in_flight(now)
 
     def close(self) -> None:
         """Stop the monitor thread."""
@@ -124,16 +142,10 @@ class Checker:
             # up first, or the silence would pass for calm.
             self._recorder.barrier(timeout=timeout)
             while True:
-                history = self._recorder.history()
-                now = time.time()
-                ours = {a.write_rv for a in history.actions() if a.write_rv is not None}
+                now = self.monitor.update()
                 # Our own writes (the agent's retries) do not count as the system being busy.
-                last = max(
-                    (c.t for c in history.changes()
-                     if c.kind in RECORDED_KINDS and c.rv not in ours),
-                    default=0.0,
-                )  # fmt: skip
-                if now - last >= quiet and not in_flight(history, now, o):
+                last, busy = self.monitor.activity(now)
+                if now - last >= quiet and not busy:
                     self._recorder.mark("settled")
                     return True
                 if time.monotonic() >= deadline:
@@ -143,11 +155,9 @@ class Checker:
 
     def verdict(self, *, nodeid: str, missed: list[str]) -> ScenarioResult:
         """Evaluate every invariant over the whole history and build the scenario's result."""
-        from mochaos.invariants import evaluate
-
         self.monitor.close()
         history = self._recorder.history()
-        verdicts = evaluate(history, self.options, final=True)
+        verdicts = invariants.evaluate(history, self.options, final=True)
         failed = [v for v in verdicts if v.failed]
         outcome = "failed" if failed else ("inconclusive" if missed else "passed")
         retries = count_retries(history)
@@ -164,6 +174,7 @@ class Checker:
             bugs=sorted({b for v in failed for b in v.bugs}),
             duration=time.monotonic() - self._started,
             seed=self.run.seed,
+            check_options=asdict(self.options),
         )
         result.audit_counts = self._audit_counts(retries.migration_requests)
         result.detection_latency = {
@@ -192,30 +203,6 @@ class Checker:
     def close(self) -> None:
         """Stop the monitor (idempotent)."""
         self.monitor.close()
-
-
-def in_flight(history: History, now: float, options: CheckOptions) -> list[str]:
-    """Claims deleting or migrating whose deadline has not passed at ``now``."""
-    deleting: dict[str, float] = {}
-    migrating: dict[str, float] = {}
-    for e, state in history.replay():
-        if not isinstance(e, Change) or e.kind != "CNClaim":
-            continue
-        obj = state.get("CNClaim", e.name)
-        if obj is None:
-            deleting.pop(e.name, None)
-            migrating.pop(e.name, None)
-            continue
-        if obj_deleting(obj):
-            deleting.setdefault(e.name, e.t)
-        if (obj.get("spec") or {}).get("sourcePod") and not obj_deleting(obj):
-            migrating.setdefault(e.name, e.t)
-        else:
-            migrating.pop(e.name, None)
-    return [
-        *(f"deleting {n}" for n, t in deleting.items() if now - t < options.finalize_timeout),
-        *(f"migrating {n}" for n, t in migrating.items() if now - t < options.migration_timeout),
-    ]
 
 
 def failure_message(result: ScenarioResult, history: History, missed: list[str]) -> str:

@@ -23,7 +23,7 @@ from mochaos.kube import new_api_client
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import phase
 from mochaos.scenario.actions import Actions, Fired
-from mochaos.scenario.checker import Checker, Detection, RunInfo, failure_message, in_flight
+from mochaos.scenario.checker import Checker, Detection, RunInfo, failure_message
 from mochaos.scenario.describe import describe_state
 from mochaos.scenario.nemesis import Nemesis
 from mochaos.scenario.predicates import Predicate
@@ -214,4 +214,4 @@ class Scenario:
         self._apis = []
 
 
-__all__ = ["RunInfo", "Scenario", "describe_state", "failure_message", "in_flight"]
+__all__ = ["RunInfo", "Scenario", "describe_state", "failure_message"]

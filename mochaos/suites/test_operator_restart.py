@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import source_draining
 from mochaos.scenario.recipes import SeedTopology
@@ -22,7 +23,7 @@ def test_operator_restart_during_finalize(scenario: Scenario, seed: SeedTopology
     sc.agent.request_migration(seed.x, target=seed.b)
     draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
-    finalizing = sc.when_logged("finalize CNClaim", timeout=sc.waits.log_line)
+    finalizing = sc.when_logged(FINALIZE_ATTEMPT, timeout=sc.waits.log_line)
     sc.restart_operator(trigger=finalizing)
     sc.settle()
     sc.epilogue()

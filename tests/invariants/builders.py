@@ -2,8 +2,10 @@
 
 ``at(t)`` moves the clock; ``pod``/``claim``/``claimset`` emit a change with the
 given fields updated (others kept; ``None`` clears); ``by=`` attributes the
-change to one of our own actions (an ActionRecord whose write_rv is its rv).
-Every entry gets the next seq, every change the next resourceVersion.
+change to one of our own actions (an ActionRecord whose write_rv is its rv,
+recorded after the change as a write that returned); ``scale`` records the
+intent first, as mo-chaos's own actions do. Every entry gets the next seq,
+every change the next resourceVersion.
 """
 
 from __future__ import annotations
@@ -159,6 +161,29 @@ class HistoryBuilder:
         }
         return self._emit("CNClaimSet", name, obj, by, params)
 
+    def scale(self, name: str, replicas: int, *, lands: bool = True) -> ActionRecord:
+        """Our scale of claim set ``name``: its intent record, then (``lands``) the change.
+
+        The record is complete, as the history holds it once the write returned:
+        ``write_rv`` is the change's resourceVersion (None when it does not land).
+        """
+        record = self.action(
+            "scale_claimset",
+            kind="CNClaimSet",
+            name=name,
+            write_rv=self._rv + 1 if lands else None,
+            params={"replicas": replicas},
+            intent=True,
+        )
+        if lands:
+            self.claimset(name, replicas=replicas)
+        return record
+
+    def other(self, kind: str, name: str) -> Change:
+        """Emit a change of an object of a kind no invariant judges (Event, CNPool)."""
+        obj = {"apiVersion": "v1", "kind": kind, "metadata": self._meta(name, {}, {})}
+        return self._emit(kind, name, obj, None, None)
+
     def delete(self, kind: str, name: str, *, by: str | None = None) -> Change:
         """Emit the DELETED event of an object (its last state)."""
         last = self._objects.pop((kind, name))
@@ -184,6 +209,7 @@ class HistoryBuilder:
         name: str,
         write_rv: int | None = None,
         params: dict[str, Any] | None = None,
+        intent: bool = False,
     ) -> ActionRecord:
         """Emit one of our own action records (the agent's for request_migration)."""
         component = "agent" if action == "request_migration" else "chaos"
@@ -196,6 +222,7 @@ class HistoryBuilder:
             params or {},
             write_rv=write_rv,
             component=component,
+            intent=intent,
         )
         self.entries.append(record)
         return record

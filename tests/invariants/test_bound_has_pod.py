@@ -23,8 +23,11 @@ def test_bound_claim_whose_pod_is_gone_fails_after_grace():
     assert verdict.status == "fail"
     assert verdict.bugs == ("B3",)
     assert verdict.violation.t == 25
+    assert verdict.violation.seq == next(e.seq for e in b.entries if e.t > 25)
     assert verdict.violation.objects == ("CNClaim/X", "Pod/A")
-    assert "Bound on a pod that does not exist" in verdict.violation.message
+    assert verdict.violation.message == (
+        "CNClaim X Bound on a pod that does not exist (A) for over 15s"
+    )
 
 
 def test_lost_claim_keeping_its_pod_name_fails_after_grace():

@@ -1,10 +1,14 @@
 """Object facts, attribution and the replayed World the invariants share."""
 
 from mochaos.invariants.facts import (
+    Facts,
     World,
+    claim_phase,
     claim_refs,
     claim_set,
-    own_write_rvs,
+    claimed_by,
+    finalizers,
+    pod_phase,
     source_pod,
     spec_pod,
     store_pod,
@@ -30,16 +34,18 @@ def test_claim_set_from_label_or_controller_owner():
     assert claim_set({"metadata": {"ownerReferences": [not_controller]}}) == ""
 
 
-def test_own_writes_include_records_after_the_change():
+def test_facts_learn_our_write_versions_and_follow_the_end():
     b = HistoryBuilder()
     ours = b.claim("X", pod="B", by="request_migration")
-    operators = b.pod("B", phase="Bound", claimed_by="X")
-    late = b.claim("X", phase="Bound")
-    b.action("scale_claimset", kind="CNClaimSet", name="S1", write_rv=late.rv)
-    b.action("delete_pod", kind="Pod", name="A", write_rv=None)
-    rvs = own_write_rvs(b.build())
-    assert ours.rv in rvs and late.rv in rvs
-    assert operators.rv not in rvs
+    failed = b.at(3).action("delete_pod", kind="Pod", name="A", write_rv=None)
+    facts = Facts()
+    assert (facts.end, facts.last_seq, facts.own_rvs) == (0.0, -1, set())
+    for entry in b.entries:
+        if isinstance(entry, type(failed)):
+            facts.learn(entry)
+        facts.advance(entry)
+    assert facts.own_rvs == {ours.rv}
+    assert (facts.end, facts.last_seq) == (3, failed.seq)
 
 
 def test_world_indexes_follow_relabels_and_deletions():
@@ -66,3 +72,44 @@ def test_world_indexes_follow_relabels_and_deletions():
     assert world.pods_labelled("X") == ["B"]
     assert world.claims_naming("B") == ["Z"]
     assert world.holders("B", besides="W") == []
+
+
+def test_world_indexes_claims_by_claim_set():
+    b = HistoryBuilder()
+    bind(b, "X", "A", claimset="S1")
+    bind(b, "Y", "C", claimset="S1")
+    bind(b, "Z", "B", claimset="S2")
+    b.claim("Y", claimset="S2")
+    b.delete("CNClaim", "X")
+    world = World()
+    for change in b.build().changes():
+        world.apply(change)
+    assert world.claims_in_set("S1") == set()
+    assert world.claims_in_set("S2") == {"Y", "Z"}
+    assert world.claims_in_set("S3") == set()
+
+
+def test_absent_fields_read_as_empty():
+    for read in (spec_pod, source_pod, store_pod, claim_phase, claimed_by, pod_phase, claim_set):
+        assert read({}) == ""
+        assert read({"spec": None, "status": None, "metadata": None}) == ""
+    owner = {"kind": "CNClaimSet", "controller": True}
+    assert claim_set({"metadata": {"ownerReferences": [owner]}}) == ""
+    assert finalizers({}) == []
+
+
+def test_holders_by_label_only_and_by_spec_only():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    b.pod("A", claimed_by="W")  # W holds A by label alone
+    b.claim("W", pod="Q", phase="Bound")
+    b.claim("V", pod="A")  # V holds A by spec alone
+    b.pod("Q", phase="Idle")
+    world = World()
+    for change in b.build().changes():
+        world.apply(change)
+    assert world.holders("A", besides="X") == ["V", "W"]
+    assert world.holders("A", besides="W") == ["V", "X"]
+    assert world.holders("Q", besides="X") == ["W"]
+    assert world.holders("Z", besides="X") == []
+    assert world.live_claim("") is None

@@ -1,6 +1,6 @@
 """finalizer-completes: a deleting claim is gone within finalize_timeout (B1)."""
 
-from mochaos.invariants import evaluate, get
+from mochaos.invariants import Checker, evaluate, get
 from mochaos.types import CLAIM_FINALIZER, CheckOptions
 
 from .builders import HistoryBuilder, bind
@@ -62,3 +62,34 @@ def test_deadline_not_yet_passed_is_not_reported():
     assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
     b.at(70.5).log("finalize CNClaim", name="X")
     assert evaluate(b.build(), OPTIONS, final=False)[0].status == "fail"
+
+
+def test_message_names_every_finalizer_and_labelled_pod_or_none():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    b.pod("B", phase="Bound", claimed_by="X")
+    b.at(10).claim("X", deleting=True, finalizers=["f1", "f2"])
+    b.at(71).marker("settled")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.objects == ("CNClaim/X", "Pod/A", "Pod/B")
+    assert verdict.violation.message == (
+        "CNClaim X still exists 60s after its deletion started "
+        "(finalizers: f1, f2; pods claimed-by=X: A, B)"
+    )
+    b = HistoryBuilder()
+    b.claim("X", pod="A", finalizers=[])
+    b.at(10).claim("X", deleting=True)
+    b.at(71).marker("settled")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.objects == ("CNClaim/X",)
+    assert verdict.violation.message.endswith("(finalizers: none; pods claimed-by=X: none)")
+
+
+def test_deadline_passed_by_now_is_reported_with_the_last_entry():
+    b = stuck_finalize(until=40)
+    checker = Checker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    (running,) = checker.verdicts(now=70)
+    assert running.status == "pass" and "1 still open" in running.note
+    (late,) = checker.verdicts(now=70.1)
+    assert (late.violation.t, late.violation.seq) == (70, b.entries[-1].seq)

@@ -1,6 +1,6 @@
 """migration-completes: a migration ends (or its claim is deleted) within the timeout."""
 
-from mochaos.invariants import evaluate, get
+from mochaos.invariants import Checker, evaluate, get
 from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
@@ -71,3 +71,32 @@ def test_deadline_not_yet_passed_is_not_reported():
     assert evaluate(b.build(), OPTIONS, final=False)[5].status == "pass"
     b.at(111).marker("settled")
     assert evaluate(b.build(), OPTIONS, final=False)[5].status == "fail"
+
+
+def test_message_says_cleared_and_dashes_for_what_is_unset():
+    b = HistoryBuilder()
+    b.claim("X", pod="B", source="A")
+    b.at(5).claim("X", pod=None, source=None, store="A")  # not complete: store not on podName
+    ticks(b, 101, 101)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.seq == b.entries[-1].seq
+    assert verdict.violation.message == (
+        "migration of CNClaim X from A to B not finished 100s after it started "
+        "(sourcePod=cleared, podName=-, store.string=A)"
+    )
+    b = HistoryBuilder()
+    b.claim("X", pod="B", source="A")
+    ticks(b, 101, 101)
+    assert INVARIANT.check(b.build(), OPTIONS).violation.message.endswith(
+        "(sourcePod=A, podName=B, store.string=-)"
+    )
+
+
+def test_a_deadline_passed_by_now_fails_and_no_migration_stays_skipped():
+    checker = Checker(OPTIONS, (INVARIANT,))
+    checker.feed(migration().entries)
+    assert checker.verdicts(now=110)[0].status == "pass"
+    (late,) = checker.poll(110.5)
+    assert late.violation.t == 110
+    empty = Checker(OPTIONS, (INVARIANT,))
+    assert empty.verdicts(now=1000)[0].status == "skipped"

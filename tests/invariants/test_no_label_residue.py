@@ -80,3 +80,35 @@ def test_claim_moving_away_starts_the_breach():
     verdict = INVARIANT.check(b.build(), OPTIONS)
     assert verdict.violation.t == 20
     assert verdict.violation.objects == ("Pod/A", "CNClaim/X")
+
+
+def test_the_breach_clock_keeps_running_across_changes_of_the_same_label():
+    b = HistoryBuilder()
+    b.at(0).pod("B", phase="Idle")
+    b.at(10).pod("B", claimed_by="W")
+    b.at(20).pod("B", phase="Bound")  # still labelled W
+    ticks(b, 22, 40)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.t == 25
+    assert verdict.violation.seq == next(e.seq for e in b.entries if e.t > 25)
+    assert verdict.violation.message == (
+        "pod B labelled claimed-by=W for over 15s while CNClaim W does not exist"
+    )
+
+
+def test_a_labelled_pod_that_goes_away_ends_its_breach():
+    b = HistoryBuilder()
+    b.at(0).pod("B", phase="Idle", claimed_by="W")
+    b.at(10).delete("Pod", "B")
+    ticks(b, 12, 40)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_deleting_claim_s_label_says_so():
+    b = HistoryBuilder()
+    bind(b, "X", "B")
+    b.at(10).claim("X", deleting=True)
+    ticks(b, 12, 40)
+    assert INVARIANT.check(b.build(), OPTIONS).violation.message == (
+        "pod B labelled claimed-by=X for over 15s while CNClaim X is being deleted"
+    )

@@ -84,3 +84,33 @@ def test_a_pod_still_warming_up_is_not_a_leak():
     b.at(105).pod("N", phase="Unknown")
     ticks(b, 112, 200, every=10)
     assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_every_leak_and_leftover_is_listed():
+    b = epilogue(release_b=False, delete_x=False)
+    b.at(105).pod("D", phase="Bound")
+    b.claim("Y2", finalizers=[])
+    b.claim("X", finalizers=[CLAIM_FINALIZER, "f2"])
+    ticks(b, 112, 200, every=10)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.objects == ("Pod/B", "Pod/D", "CNClaim/X", "CNClaim/Y2")
+    assert verdict.violation.message == (
+        "60s after the epilogue: leaked pods B (Bound), D (Bound); "
+        f"leftover CNClaims X ({CLAIM_FINALIZER}, f2), Y2 (no finalizers)"
+    )
+    b = epilogue()
+    b.at(105).pod("E", phase=None)
+    ticks(b, 112, 200, every=10)
+    assert INVARIANT.check(b.build(), OPTIONS).violation.message == (
+        "60s after the epilogue: leaked pods E (-)"
+    )
+
+
+def test_a_change_at_the_judging_time_itself_counts():
+    b = epilogue(release_b=False)
+    b.at(160).pod("B", phase="Idle", claimed_by=None)
+    ticks(b, 170, 200, every=10)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert (verdict.status, verdict.note) == (
+        "pass", "pool pods released and no CNClaim left at t=160",
+    )  # fmt: skip

@@ -69,3 +69,61 @@ def test_bound_claim_on_a_missing_pod_fails_at_the_deletion():
     assert verdict.violation.seq == gone.seq
     assert verdict.violation.objects == ("CNClaim/X", "Pod/A")
     assert "CNClaim X is Bound but pod A does not exist" in verdict.violation.message
+
+
+def _failure(b: HistoryBuilder) -> tuple[tuple[str, ...], str]:
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    return verdict.violation.objects, verdict.violation.message
+
+
+def test_a_deleting_bound_claim_is_not_judged():
+    b = HistoryBuilder()
+    b.claim("X", pod="A", phase="Bound")
+    b.claim("X", deleting=True)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_each_claim_side_disagreement_is_named():
+    b = HistoryBuilder()
+    b.claim("X", phase="Bound")
+    assert _failure(b) == (
+        ("CNClaim/X",),
+        "CNClaim X is Bound but it has no spec.podName (1 disagreement(s) in the final state)",
+    )
+    b = HistoryBuilder()
+    b.pod("A", phase="Idle")
+    b.claim("X", pod="A", phase="Bound")
+    assert _failure(b) == (
+        ("CNClaim/X", "Pod/A"),
+        "CNClaim X is Bound but pod A is in phase Idle (1 disagreement(s) in the final state)",
+    )
+    b = HistoryBuilder()
+    b.pod("A", phase=None)
+    b.claim("X", pod="A", phase="Bound")
+    assert _failure(b)[1].startswith("CNClaim X is Bound but pod A is in phase - (1 ")
+
+
+def test_each_pod_side_disagreement_is_named():
+    b = HistoryBuilder()
+    b.pod("B", phase="Bound")
+    assert _failure(b) == (
+        ("Pod/B",),
+        "pod B is Bound (claimed-by=-) but no live CNClaim names it "
+        "(1 disagreement(s) in the final state)",
+    )
+    b = HistoryBuilder()
+    bind(b, "X", "B")
+    b.claim("Z", pod="B", phase="Bound")
+    b.pod("B", claimed_by="W")
+    assert _failure(b) == (
+        ("Pod/B", "CNClaim/X", "CNClaim/Z", "CNClaim/W"),
+        "pod B is Bound and named by live CNClaims X, Z (3 disagreement(s) in the final state)",
+    )
+    b = HistoryBuilder()
+    bind(b, "Z", "B")
+    b.pod("A", phase="Bound", claimed_by="Z")
+    b.claim("X", pod="A", phase="Bound")
+    assert _failure(b) == (
+        ("Pod/A", "CNClaim/X", "CNClaim/Z"),
+        "pod A is Bound to CNClaim X but claimed-by=Z (2 disagreement(s) in the final state)",
+    )

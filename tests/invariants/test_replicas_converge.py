@@ -1,7 +1,7 @@
 """replicas-converge: CNClaimSet status reaches spec.replicas within the timeout."""
 
-from mochaos.invariants import get
-from mochaos.types import CheckOptions
+from mochaos.invariants import Checker, get
+from mochaos.types import Change, CheckOptions, History
 
 from .builders import HistoryBuilder, ticks
 
@@ -64,3 +64,53 @@ def test_rescale_before_converging_keeps_the_first_start():
     b.at(75).claimset("S1", status_replicas=0, ready=0)
     ticks(b, 76, 100, every=5)
     assert INVARIANT.check(b.build(), OPTIONS).violation.t == 70
+
+
+def _raw(seq: int, t: float, event: str, obj: dict) -> Change:
+    return Change(seq, t, "CNClaimSet", event, "ns", "S1", seq, obj)
+
+
+def test_absent_counts_read_as_zero():
+    history = History(
+        [_raw(1, 0, "ADDED", {"metadata": {"name": "S1"}}), _raw(2, 100, "MODIFIED", {})]
+    )
+    assert INVARIANT.check(history, OPTIONS).status == "pass"
+
+
+def test_a_deleted_set_recreated_under_its_name_is_judged_afresh():
+    b = scaled_set()
+    b.at(11).claimset("S1", status_replicas=1, ready=1)
+    b.at(20).delete("CNClaimSet", "S1")
+    b.at(30).claimset("S1", replicas=1, status_replicas=0, ready=0)
+    ticks(b, 31, 100, every=5)
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.t == 90
+    assert verdict.violation.seq == next(e.seq for e in b.entries if e.t > 90)
+    assert verdict.violation.message == (
+        "CNClaimSet S1 did not converge within 60s: spec.replicas=1, status.replicas=0, "
+        "readyReplicas=0"
+    )
+
+
+def test_a_deletion_after_the_deleting_change_is_harmless():
+    b = scaled_set()
+    b.at(12).claimset("S1", deleting=True)
+    b.at(13).delete("CNClaimSet", "S1")
+    ticks(b, 15, 100, every=5)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_status_falling_back_without_a_new_spec_is_not_a_scale():
+    b = scaled_set()
+    b.at(11).claimset("S1", status_replicas=1, ready=1)
+    b.at(20).claimset("S1", ready=0)  # a claim lost its pod: not this invariant's business
+    ticks(b, 21, 100, every=5)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_deadline_passed_by_now_fails():
+    checker = Checker(OPTIONS, (INVARIANT,))
+    b = scaled_set()
+    checker.feed(b.entries)
+    (late,) = checker.poll(70.5)
+    assert (late.violation.t, late.violation.seq) == (70, b.entries[-1].seq)

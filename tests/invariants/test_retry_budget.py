@@ -71,3 +71,14 @@ def test_errors_of_an_unreachable_apiserver_are_not_a_hot_loop():
     for t in range(11):
         b.at(t * 0.05).log("Reconciler error", name="S1", level="error", error=unreachable)
     assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_the_last_error_is_cut_to_120_characters():
+    b = HistoryBuilder()
+    long = "x" * 119 + "yz"
+    for t in range(11):
+        b.at(t).log("stack", name="S1", level="error", error=long + "\nmore")
+    message = INVARIANT.check(b.build(), OPTIONS).violation.message
+    assert message == (
+        f"11 error-level records for chaos-test/S1 within 60s (budget 10); last: {long[:120]}"
+    )

@@ -121,3 +121,44 @@ def test_upstream_race_at_settle_also_shows_the_disagreement_on_b():
 def test_fixed_history_passes_all_ten():
     verdicts = evaluate(fixed().build(), OPTIONS, final=True)
     assert {v.invariant: v.status for v in verdicts} == {v.invariant: "pass" for v in verdicts}
+    assert {v.invariant: v.note for v in verdicts} == {
+        "finalizer-completes": "3 claim deletion(s) seen",
+        "no-label-residue": "6 label breach(es) seen",
+        "single-binding": "no operator write referenced a pod held by another live claim",
+        "bound-has-pod": "0 breach(es) seen",
+        "scalein-skips-migrating": (
+            "no operator deletion of a migrating claim with a non-migrating sibling"
+        ),
+        "migration-completes": "1 migration(s) seen",
+        "replicas-converge": "5 scale change(s) seen",
+        "retry-budget": "5 'finalize CNClaim' and 0 error record(s), within budget",
+        "pod-claim-agreement": "every Bound pod and live Bound claim agree in the final state",
+        "no-leaked-pods": "pool pods released and no CNClaim left at t=160",
+    }
+
+
+def test_upstream_race_messages_name_what_broke():
+    verdicts = {v.invariant: v for v in evaluate(upstream().build(), OPTIONS, final=True)}
+    messages = {k: v.violation.message for k, v in verdicts.items() if v.failed}
+    assert messages == {
+        "finalizer-completes": (
+            "CNClaim X still exists 60s after its deletion started (finalizers: "
+            "matrixorigin.io/cn-claim-manager; pods claimed-by=X: B)"
+        ),
+        "no-label-residue": (
+            "pod B labelled claimed-by=X for over 15s while CNClaim X is being deleted"
+        ),
+        "scalein-skips-migrating": (
+            "CNClaim X deleted by the operator while migrating (A -> B); non-migrating "
+            "CNClaim Y of claim set S1 was kept"
+        ),
+        "retry-budget": (
+            "11 'finalize CNClaim' records for CNClaim X within 60s (budget 10); "
+            "last: finalize CNClaim"
+        ),
+        "pod-claim-agreement": (
+            "CNClaim Z is Bound but pod B is claimed-by=X (2 disagreement(s) in the final state)"
+        ),
+    }
+    for verdict in verdicts.values():
+        assert verdict.severity == "error"

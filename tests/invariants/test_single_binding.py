@@ -1,7 +1,7 @@
 """single-binding: the operator never adds a reference to a pod another live claim holds."""
 
-from mochaos.invariants import get
-from mochaos.types import CheckOptions
+from mochaos.invariants import Checker, get
+from mochaos.types import ActionRecord, CheckOptions
 
 from .builders import HistoryBuilder, bind
 
@@ -77,3 +77,57 @@ def test_relabel_back_to_a_holder_whose_spec_names_the_pod_passes():
     b.at(10.5).pod("B", claimed_by="X")
     b.at(20).pod("B", claimed_by="Z")
     assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_change_that_keeps_the_pod_s_label_is_not_a_new_reference():
+    b = HistoryBuilder()
+    b.pod("P", phase="Bound", claimed_by="Z")  # a stale label: Z's spec names Q
+    b.claim("Z", pod="Q", phase="Bound")
+    b.claim("W", pod="P", phase="Bound", by="request_migration")  # W holds P
+    b.at(5).pod("P", phase="Draining")  # still claimed-by=Z
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_a_label_for_a_second_holder_names_every_holder():
+    b = HistoryBuilder()
+    b.pod("P", phase="Idle")
+    b.claim("X", pod="P", phase="Bound", by="request_migration")
+    b.claim("Y", pod="P", phase="Bound", by="request_migration")
+    b.claim("W", phase="Pending")
+    bad = b.at(5).pod("P", phase="Bound", claimed_by="W")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.violation.seq == bad.seq
+    assert verdict.violation.objects == ("CNClaim/W", "Pod/P", "CNClaim/X", "CNClaim/Y")
+    assert verdict.violation.message == (
+        "pod P labelled claimed-by=W while its spec.podName is not P, but live CNClaim X, Y "
+        "already holds it"
+    )
+
+
+def test_a_deletion_seen_without_its_object_s_history_is_no_reference():
+    """After a relist only the DELETED event of a claim may be seen."""
+    b = HistoryBuilder()
+    bind(b, "Z", "B")
+    b.claim("X", pod="B")
+    b.entries.pop()  # X's ADDED was missed by the watch
+    b.delete("CNClaim", "X")
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_the_first_suspect_not_ours_is_the_verdict():
+    b = HistoryBuilder()
+    bind(b, "Z", "B")
+    suspects = [b.at(t).claim(f"W{t}", pod="B") for t in (1, 2, 3)]
+    checker = Checker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    assert checker.verdicts()[0].violation.seq == suspects[0].seq
+    late = [
+        ActionRecord(100 + i, 4.0, "request_migration", "CNClaim", s.name, write_rv=s.rv)
+        for i, s in enumerate(suspects)
+    ]
+    checker.feed(late[:1])
+    assert checker.verdicts()[0].violation.seq == suspects[1].seq
+    checker.feed(late[1:2])
+    assert checker.verdicts()[0].violation.seq == suspects[2].seq
+    checker.feed(late[2:])
+    assert checker.verdicts()[0].status == "pass"

@@ -1,11 +1,10 @@
-"""The engine's pure helpers: what is in flight, the failure message, the state summary."""
+"""The engine's pure helpers: the failure message and the state summary."""
 
 from __future__ import annotations
 
-from mochaos.scenario.engine import describe_state, failure_message, in_flight
+from mochaos.scenario.engine import describe_state, failure_message
 from mochaos.types import (
     Change,
-    CheckOptions,
     History,
     ScenarioResult,
     State,
@@ -13,25 +12,11 @@ from mochaos.types import (
     Violation,
 )
 
-OPTIONS = CheckOptions(finalize_timeout=60, migration_timeout=120)
-
 
 def _claim(name: str, *, t: float, rv: int, deleting: bool = False, source: str = "") -> Change:
     meta = {"name": name, **({"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {})}
     spec = {"podName": "b", **({"sourcePod": {"podName": source}} if source else {})}
     return Change(rv, t, "CNClaim", "MODIFIED", "ns", name, rv, {"metadata": meta, "spec": spec})
-
-
-def test_in_flight_until_each_deadline_passes():
-    h = History([_claim("x", t=0, rv=1, deleting=True), _claim("y", t=5, rv=2, source="a")])
-    assert in_flight(h, 10, OPTIONS) == ["deleting x", "migrating y"]
-    assert in_flight(h, 70, OPTIONS) == ["migrating y"]
-    assert in_flight(h, 130, OPTIONS) == []
-
-
-def test_a_deleted_claim_is_not_in_flight():
-    gone = Change(3, 2, "CNClaim", "DELETED", "ns", "x", 3, {"metadata": {"name": "x"}})
-    assert in_flight(History([_claim("x", t=0, rv=1, deleting=True), gone]), 10, OPTIONS) == []
 
 
 def test_failure_message_puts_the_summary_on_its_first_line():
