@@ -186,8 +186,8 @@ class Recorder:
                 continue
             self._append(
                 lambda seq, t, p=parsed: LogRecord(
-                    seq=seq, t=p.ts or t, level=p.level, msg=p.msg, namespace=p.namespace,
-                    name=p.name, fields=p.fields,
+                    seq=seq, t=log_time(p.ts, t), level=p.level, msg=p.msg,
+                    namespace=p.namespace, name=p.name, fields=p.fields,
                 )
             )  # fmt: skip
 
@@ -336,6 +336,16 @@ class Recorder:
                             hint="the watch is stuck; see the test log",
                         )
                     self._cond.wait(min(remaining, 0.2))
+
+
+def log_time(stamp: float | None, received: float) -> float:
+    """When a log line happened. The real operator stamps lines with whole seconds (zap's
+    RFC 3339 encoder), too coarse to order them among the watch events they cause: such a
+    line is placed at the moment we read it (the file is followed every 50 ms); a finer
+    stamp (the model's) is kept."""
+    if stamp is None or stamp == int(stamp):
+        return received
+    return stamp
 
 
 def _matches(objects: dict[str, dict[str, Any]], want: dict[str, int]) -> bool:

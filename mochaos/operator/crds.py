@@ -7,11 +7,11 @@ checkout or directory the user points at (``deploy/crds/`` and the OpenKruise
 CRDs of its chart, templating stripped). Nothing of the operator is shipped.
 
 Ownership: every CRD mo-chaos installs is labelled with the set it came from
-(:data:`OWNER_LABEL`) and its source. mo-chaos replaces only CRDs it installed
-itself: the operator's CRDs replace its own minimal ones; its own never replace
-the operator's (the real schemas serve the model too); a CRD someone else
-installed (a Helm chart, a user) is never touched — installing over it is refused
-with one line. Installs are serialised per cluster with a file lock.
+(:data:`OWNER_LABEL`) and its source. mo-chaos replaces only CRDs it installed itself
+(the operator's replace its own minimal ones and the reverse, so a kept cluster serves
+whichever target runs: one target kind per cluster at a time); a CRD someone else
+installed (a Helm chart, a user) is never touched — installing over it is refused with
+one line. Installs are serialised per cluster with a file lock.
 """
 
 from __future__ import annotations
@@ -160,10 +160,9 @@ def decide(current: dict[str, Any] | None, crds: CrdSet) -> str:
             "uses it as it is (image:/installed)",
         )
     source = (meta.get("annotations") or {}).get(SOURCE_ANNOTATION, "")
-    if owner == crds.owner:
-        return "keep" if source == crds.source else "replace"
-    # Ours, from the other set: the operator's replace our minimal ones, never the reverse.
-    return "replace" if crds.owner == "operator" else "keep"
+    # Ours: the same set from the same source stays; anything else of ours is replaced, so a
+    # cluster serves the target of the run at hand (one target kind per cluster at a time).
+    return "keep" if owner == crds.owner and source == crds.source else "replace"
 
 
 def check_chart_can_own_crds(api: Any) -> None:

@@ -7,44 +7,23 @@ The CRDs are applied once per session with server-side apply when the cluster la
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from mochaos.model.kube import Kube, NotFound
-from mochaos.operator.crds import own_crds
+from mochaos.model.kube import Kube
+from mochaos.operator.crds import install, own_crds
 from mochaos.types import Cluster
 
 from .scene import SCALE, ModelProcess, Scene, start_model
-
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def _established(api: Kube, name: str) -> bool:
-    try:
-        crd = api.request("GET", f"{CRD_PATH}/{name}")
-    except NotFound:
-        return False
-    conditions = crd.get("status", {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 @pytest.fixture(scope="session")
 def model_api(cluster: Cluster) -> Kube:
     """An API client for the tests' own writes, with the CRDs in place."""
     api = Kube(str(cluster.kubeconfig), user_agent="mochaos/test-model")
-    docs = own_crds().docs
-    for doc in docs:
-        name = doc["metadata"]["name"]
-        if not _established(api, name):
-            api.apply(f"{CRD_PATH}/{name}", doc, manager="mochaos-test-model")
-    deadline = time.monotonic() + 30
-    while not all(_established(api, d["metadata"]["name"]) for d in docs):
-        if time.monotonic() > deadline:
-            pytest.fail("the CNClaim/CNClaimSet/CNPool CRDs did not become Established")
-        time.sleep(0.1)
+    install(cluster, own_crds())  # as the model target does (replaces a real operator's)
     return api
 
 

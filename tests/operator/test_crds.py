@@ -36,8 +36,8 @@ def test_the_operators_crds_replace_our_own():
     assert decide(crd("own", OWN.source), OPERATOR) == "replace"
 
 
-def test_our_own_never_replace_the_operators():
-    assert decide(crd("operator", "matrixone-operator 2301e3b"), OWN) == "keep"
+def test_our_own_replace_the_operators_we_installed():
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), OWN) == "replace"
 
 
 def test_the_same_set_is_kept_and_another_build_replaced():

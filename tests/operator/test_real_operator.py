@@ -1,0 +1,75 @@
+"""The seed scenario on the real operator's code: main (2301e3b) and PR #592's head (caee443).
+
+Needs a matrixone-operator checkout (a work tree or git directory holding both commits):
+``MOCHAOS_OPERATOR_SRC=<checkout>``; without it these tests skip with that reason (CI has
+none). Each builds the manager at the commit (cached), runs it on the local cluster with
+its CRDs, webhooks and the OpenKruise and MatrixOne doubles, and judges the scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.report.junit import read_junit
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = "test_scalein_during_migration and not sweep and not race"
+MAIN = "2301e3b"
+PR592 = "caee443"
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get(ENV_SOURCE),
+    reason=f"{ENV_SOURCE} is unset: point it at a matrixone-operator checkout to judge its code",
+)
+
+
+def run_seed(tmp_path: Path, rev: str) -> dict:
+    """The seed scenario against ``source:<checkout>@<rev>`` in a child pytest; its result."""
+    source = f"source:{os.environ[ENV_SOURCE]}@{rev}"
+    junit = tmp_path / "junit.xml"
+    cmd = [
+        sys.executable, "-m", "pytest", "suites", "-k", SEED, "-n", "0", "-p", "no:cacheprovider",
+        "--operator", source, "--junitxml", str(junit),
+        "--mochaos-reports-dir", str(tmp_path / "reports"),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.setdefault("GONOSUMDB", "github.com/matrixorigin")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    output = proc.stdout + proc.stderr
+    assert junit.exists(), output[-3000:]
+    (case,) = read_junit(junit).values()
+    assert case.outcome in ("passed", "failure"), (case, output[-3000:])
+    summary = json.loads((tmp_path / "reports" / "latest" / "summary.json").read_text())
+    (result,) = summary["tests"]
+    return result
+
+
+def failed(result: dict) -> set[str]:
+    return {v["invariant"] for v in result["verdicts"] if v["status"] == "fail"}
+
+
+def test_main_keeps_the_migrating_claim_finalizing_forever(tmp_path: Path):
+    """The bug report's race on the operator's main branch: B1, B2/B6, B5, with the finalize
+    retries read from the real manager's log."""
+    result = run_seed(tmp_path, MAIN)
+    assert failed(result) >= {
+        "finalizer-completes", "no-label-residue", "scalein-skips-migrating", "retry-budget",
+    }  # fmt: skip
+    assert result["max_finalize_retries"] > 10
+    assert result["operator_version"].startswith(f"matrixone-operator@{MAIN}")
+
+
+def test_pr592_finalizes_but_leaks_the_pod_it_unlabels(tmp_path: Path):
+    """PR #592 skips the migrating claim and Finalize completes; the pod whose label its
+    Finalize releases for another holder is left Bound with no owner once that holder goes."""
+    result = run_seed(tmp_path, PR592)
+    assert not failed(result) & {"finalizer-completes", "scalein-skips-migrating"}
+    assert failed(result) >= {"pod-claim-agreement", "no-leaked-pods"}
+    assert result["max_finalize_retries"] <= 2
