@@ -282,8 +282,12 @@ def _action_object(action: ActionRecord) -> str:
 
 
 def _pod_name(value: Any) -> str:
-    """The pod name inside a log field that holds either a name or a whole Pod."""
-    name = _get(value, "metadata", "name") if isinstance(value, dict) else value
+    """The pod name inside a log field that holds a name, a whole Pod (the model) or the
+    object reference the real operator's zap encoder writes (``{"kind","name",…}``)."""
+    if isinstance(value, dict):
+        name = _get(value, "metadata", "name") or value.get("name")
+    else:
+        name = value
     return str(name) if name else "?"
 
 

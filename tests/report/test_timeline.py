@@ -309,3 +309,12 @@ def test_golden_cases_exist():
     # seed_race is hand-written; seed_upstream_captured was recorded from a real run of the
     # seed scenario on the local cluster against model:upstream (--time-scale 0.2).
     assert {"seed_race", "seed_upstream_captured"} <= set(CASES)
+
+
+def test_the_real_operators_object_reference_names_the_bound_pod():
+    b = HistoryBuilder()
+    _bound_claim(b)
+    ref = {"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "A"}
+    b.at(1).log("CN bind success", "X", **{"claimed CN": ref})
+    rows = build_rows(b.history(), [])
+    assert [r.event for r in rows if r.component == "operator"] == ["CN bind success: pod/A"]
