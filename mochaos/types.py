@@ -19,7 +19,7 @@ from typing import IO, Any, Literal, Protocol, TypeAlias, runtime_checkable
 from mochaos.config import CheckOptions
 
 # --------------------------------------------------------------------------
-# Well-known names of the operator's API (OPERATOR-BEHAVIOUR.md §2, §13)
+# Well-known names of the operator's API (docs/operator-behaviour.md §2, §13)
 # --------------------------------------------------------------------------
 
 GROUP = "core.matrixorigin.io"
@@ -41,7 +41,7 @@ CLAIM_FINALIZER = "matrixorigin.io/cn-claim-manager"
 CLAIMSET_FINALIZER = "matrixorigin.io/cn-claimset-manager"
 
 RUN_ID_LABEL = "mochaos.io/run-id"
-"""Every object mo-chaos creates carries this label (DESIGN §10)."""
+"""Every object mo-chaos creates carries this label (docs/operator-behaviour.md §11.10)."""
 
 ObjectKind: TypeAlias = Literal["CNClaim", "CNClaimSet", "CNPool", "Pod", "Event"]
 WatchEvent: TypeAlias = Literal["ADDED", "MODIFIED", "DELETED"]

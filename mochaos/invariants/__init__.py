@@ -1,4 +1,4 @@
-"""The ten invariants of DESIGN §6: pure functions from a recorded History to Verdicts.
+"""The ten invariants of docs/invariants.md: pure functions from a recorded History to Verdicts.
 
 ``ALL`` lists them in the design's order and ``get`` finds one by ID. ``Checker``
 judges a growing history incrementally (the scenario's monitor and settle);

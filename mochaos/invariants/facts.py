@@ -1,6 +1,6 @@
 """What the invariants read from objects, and what every judge shares.
 
-Field access for claims, pods and claim sets (OPERATOR-BEHAVIOUR §2, §13),
+Field access for claims, pods and claim sets (docs/operator-behaviour.md §2, §13),
 ``World``: the replayed objects with the indexes several invariants need (pods
 by label, claims by pod, claims by claim set), and ``Facts``: the world plus
 what is known so far of our own writes, shared by every judge of one history.

@@ -1,4 +1,4 @@
-"""The ten invariants of DESIGN §6 in the design's order, and lookup by ID."""
+"""The ten invariants of docs/invariants.md in the design's order, and lookup by ID."""
 
 from __future__ import annotations
 

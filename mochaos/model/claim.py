@@ -1,7 +1,7 @@
 """The CNClaim controller (``cn-claim-manager``): bind, sync, migrate, reclaim, finalize.
 
 Modelled on cnclaim/controller.go and migrate.go at eb9b356 (identical at 2301e3b; the
-``caller`` of each log line is the line it models), OPERATOR-BEHAVIOUR.md §4.
+``caller`` of each log line is the line it models), docs/operator-behaviour.md §4.
 """
 
 from __future__ import annotations
@@ -317,7 +317,8 @@ class ClaimActor:
 
     def _clear_lost_spec(self, ctx: Context) -> None:
         """PR #592 Fix 3: clear spec.podName/nodeName of a Lost claim. The patch answer
-        overwrites the in-memory Lost phase, so Lost is not persisted (§10.1).
+        overwrites the in-memory Lost phase, so Lost is not persisted
+        (docs/operator-behaviour.md §10.1).
         """
         spec = ctx.obj.setdefault("spec", {})
 

@@ -1,6 +1,6 @@
 """The CNClaimSet controller (``cn-claimset-manager``): owned/lost split, scale, cleanup.
 
-Modelled on cnclaimset/controller.go (identical at eb9b356 and 2301e3b), OPERATOR-BEHAVIOUR.md
+Modelled on cnclaimset/controller.go (identical at eb9b356 and 2301e3b), docs/operator-behaviour.md
 §5; scale-in candidates are ordered with every tie-breaker of ``claimDeletionOrder``.
 """
 

@@ -2,7 +2,7 @@
 
 A store counts as registered once its pod's main container runs; the query service of a
 pod is its ``matrixorigin.io/score`` annotation, so a test sets sessions there
-(OPERATOR-BEHAVIOUR.md §4.10, §7).
+(docs/operator-behaviour.md §4.10, §7).
 """
 
 from __future__ import annotations

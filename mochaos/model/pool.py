@@ -1,6 +1,6 @@
 """The CNPool controller (``cn-pool-manager``) together with the CNSet/CloneSet it drives.
 
-Modelled on cnpool/controller.go:52-188 (OPERATOR-BEHAVIOUR.md §6.1); the model creates and
+Modelled on cnpool/controller.go:52-188 (docs/operator-behaviour.md §6.1); the model creates and
 deletes the pool's pods itself, as the CNSet's CloneSet would (see :class:`PoolActor`).
 """
 

@@ -1,7 +1,7 @@
 """The operator versions the model can play, each a set of small, named switches.
 
 Every switch of :class:`Profile` is one behavioural difference between versions, named after
-what it changes, with the source line it models (OPERATOR-BEHAVIOUR.md §9, §10.1).
+what it changes, with the source line it models (docs/operator-behaviour.md §9, §10.1).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The CN store controller (``cnstore``) for pool pods: stats, Unknown → Idle, the drain.
 
-Modelled on cnstore/controller.go and pooling.go (OPERATOR-BEHAVIOUR.md §7.1-§7.2) for pods
+Modelled on cnstore/controller.go and pooling.go (docs/operator-behaviour.md §7.1-§7.2) for pods
 of the ``Pooling`` policy in kruise lifecycle state Normal; see :class:`StoreActor`.
 """
 

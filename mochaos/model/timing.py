@@ -1,6 +1,6 @@
 """Every interval of the operator, in one place, multiplied by ``--time-scale``.
 
-The defaults are the operator's own (OPERATOR-BEHAVIOUR.md §1.2, §3, §7). A scale F < 1
+The defaults are the operator's own (docs/operator-behaviour.md §1.2, §3, §7). A scale F < 1
 shrinks all of them alike so a test runs fast while keeping the same ordering of events;
 timestamps the model writes then carry sub-second precision so short intervals stay exact.
 """

@@ -69,7 +69,8 @@ def _rv_of(obj: Any) -> int | None:
 
 
 class Actions:
-    """The chaos actions of DESIGN §7 bound to one namespace, recorder and operator."""
+    """The chaos actions (docs/writing-scenarios.md) bound to one namespace, recorder and
+    operator."""
 
     def __init__(
         self,

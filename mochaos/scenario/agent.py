@@ -4,7 +4,7 @@ The agent asks for a migration with one merge patch of the claim spec
 (``sourcePod`` = the current pod, ``podName``/``nodeName`` = the target), and
 keeps re-sending it every 5 s until the migration completes or the claim is
 gone — in production it kept patching a deleting claim for 16 minutes
-(DESIGN §1). It picks targets from its own view of the pool, which may be
+(docs/operator-behaviour.md §11.1). It picks targets from its own view of the pool, which may be
 stale: that is how the incident's double reference arose.
 """
 
@@ -19,14 +19,22 @@ from mochaos.errors import Inconclusive
 from mochaos.observe.recorder import Recorder
 from mochaos.scenario.actions import Actions, Fired
 from mochaos.scenario.predicates import claim_spec, migration_complete, pod_phase
-from mochaos.types import POOL_NAME_LABEL, ActionRecord, State, obj_deleting, obj_labels
+from mochaos.types import (
+    PHASE_LABEL,
+    POOL_NAME_LABEL,
+    ActionRecord,
+    State,
+    obj_deleting,
+    obj_labels,
+)
 
 RETRY_INTERVAL = 5.0
 """The agent's migration retry period (seconds of operator time)."""
 
 REQUEST_ANNOTATION = "mochaos.io/migration-request"
 """Numbers each request, so every retry is a real write: it re-enqueues the claim in the
-operator (as production's retries did, DESIGN §1) and its resourceVersion is ours alone."""
+operator (as production's retries did, docs/operator-behaviour.md §11.1) and its
+resourceVersion is ours alone."""
 
 
 @dataclass
@@ -69,7 +77,7 @@ class UnitAgent:
             name
             for name, pod in state.all("Pod").items()
             if name != current
-            and obj_labels(pod).get("pool.matrixorigin.io/phase") == "Idle"
+            and obj_labels(pod).get(PHASE_LABEL) == "Idle"
             and (not pool or obj_labels(pod).get(POOL_NAME_LABEL) == pool)
             and not obj_deleting(pod)
         )

@@ -1,10 +1,10 @@
 """Reusable set-ups of the suites: the seed race's pool and claim sets.
 
-OPERATOR-BEHAVIOUR.md §11.6 and the bug report's own reproduction: claim X of
+docs/operator-behaviour.md §11.3 and the bug report's own reproduction: claim X of
 set S1 is migrated onto the pod B of claim Z (set S2), then S1 is scaled in
 while X's source drains. Y's pod serves one session, so the operator's own
 deletion-cost tie-breaker — not creation-time luck — decides which claim a
-scale-in prefers: the migrating X, whose target B has no sessions yet (§11.2).
+scale-in prefers: the migrating X, whose target B has no sessions yet (docs/bugs.md#b2).
 """
 
 from __future__ import annotations

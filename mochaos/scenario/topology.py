@@ -1,6 +1,6 @@
 """The CN pool topology a scenario starts from: one CNPool and its CNClaimSets.
 
-Objects are plain dicts in the operator's API shape (OPERATOR-BEHAVIOUR.md
+Objects are plain dicts in the operator's API shape (docs/operator-behaviour.md
 §13). Every object — and through ``podLabels`` every pool pod, and through the
 claim template every claim — carries the run's ``mochaos.io/run-id`` label.
 """

@@ -1,6 +1,6 @@
 """#581: two claims bound to one pod when a bind races a migration (queue lag).
 
-OPERATOR-BEHAVIOUR.md §11.5, interleaving B: the agent points claim X at the
+docs/bugs.md#i581, interleaving B: the agent points claim X at the
 Idle pod B; before X's Sync labels B, a Pending claim Y binds B. Freezing the
 operator while both writes land puts Y's Bind first in its queue.
 """

@@ -1,7 +1,7 @@
 """The operator restarts while a claim finalizes after a scale-in during migration.
 
-A restart lists every object afresh (OPERATOR-BEHAVIOUR.md §11.1, "what does
-end the loop"): the framework must keep its history across it and give the
+A restart lists every object afresh (docs/bugs.md#b1: what
+ends the loop): the framework must keep its history across it and give the
 same kind of verdict, and a correct operator must finish what it started.
 """
 

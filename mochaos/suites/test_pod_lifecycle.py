@@ -1,6 +1,6 @@
 """A claim's pod disappears under it: B3 (Lost keeps spec.podName) and B4 (no event).
 
-OPERATOR-BEHAVIOUR.md §11.3 and §11.4. A correct operator notices the pod is
+docs/bugs.md#b3 and #b4. A correct operator notices the pod is
 gone, clears the claim's spec and binds it to another pod.
 """
 

@@ -1,6 +1,6 @@
 """The production race of the bug report: CNClaimSet scale-in while a claim migrates.
 
-DESIGN §1 / OPERATOR-BEHAVIOUR.md §11.6. Claim X migrates onto pod B, which
+docs/operator-behaviour.md §11.1 / §11.3. Claim X migrates onto pod B, which
 claim Z of another set already holds (the platform agent's stale view); when
 X's source pod is Draining, X's set is scaled in. A correct operator skips the
 migrating claim, lets the migration finish, and every pod goes back to the

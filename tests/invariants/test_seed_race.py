@@ -1,4 +1,5 @@
-"""The race of DESIGN §1 as one hand-written history, and its fixed counterpart.
+"""The race of docs/operator-behaviour.md §11.1 as one hand-written history, and its fixed
+counterpart.
 
 Claim X (set S1) migrates from pod A to pod B, which claim Z (set S2) holds; S1
 is scaled 2 -> 1 during the drain. Upstream the operator deletes the migrating

@@ -338,7 +338,7 @@ def test_581_pending_claim_binds_a_migration_target(profile: str, run_model, sce
         op_seconds=60,
     )[0]
     target_name = target["metadata"]["name"]
-    # Interleaving B of §11.5: Y's Bind runs before X's Sync relabels the target.
+    # Interleaving B of docs/bugs.md#i581: Y's Bind runs before X's Sync relabels the target.
     model.pause()
     try:
         scene.create_claim("y", pool="p")

@@ -6,7 +6,7 @@ import pytest
 
 from mochaos.model.timing import Timing, go_duration, parse_time
 
-# The operator's values in seconds (OPERATOR-BEHAVIOUR.md §1.2, §3, §7).
+# The operator's values in seconds (docs/operator-behaviour.md §1.2, §3, §7).
 OPERATOR = {
     "default_requeue": 2,
     "backoff_base": 0.005,

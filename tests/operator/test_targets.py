@@ -48,9 +48,7 @@ def test_a_nightly_matrixone_image_needs_its_version_before_anything_runs() -> N
     nightly = "matrixorigin/matrixone:nightly-4a4c2b8c"
     with pytest.raises(UsageError, match=r"pass --mochaos-mo-version=<x\.y\.z>"):
         parse_target(f"image:{REF}", {"mo_image": nightly})
-    target = parse_target(
-        f"image:{REF}", {"mo_image": nightly, "mo_version": "2.1.0"}
-    )
+    target = parse_target(f"image:{REF}", {"mo_image": nightly, "mo_version": "2.1.0"})
     assert isinstance(target, ImageTarget)
     assert (target.mo_image, target.mo_version) == (nightly, "2.1.0")
     installed = parse_target("installed", {"mo_image": nightly, "mo_version": "2.1"})

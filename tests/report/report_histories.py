@@ -2,7 +2,8 @@
 
 ``HistoryBuilder`` appends entries the way the recorder would (increasing seq,
 global resourceVersions, whole objects per watch event). ``seed_race()`` is the
-production race of DESIGN §1 at small scale; ``python tests/report/report_histories.py``
+production race of docs/operator-behaviour.md §11.1 at small scale;
+``python tests/report/report_histories.py``
 rewrites ``data/seed_race.history.jsonl`` and ``data/seed_race.case.json`` from it.
 """
 
@@ -263,7 +264,8 @@ def _bind(b: HistoryBuilder, claim: str, pod: str, node: str) -> Change:
 
 
 def seed_race() -> tuple[History, ScenarioResult]:
-    """The production race of DESIGN §1 against the upstream operator, at small scale.
+    """The production race of docs/operator-behaviour.md §11.1 against the upstream operator,
+    at small scale.
 
     Claims X, Y of set S1 and Z of set S2 bound to pods A, C and B. The agent
     migrates X from A onto B (Z's pod, from a stale view) and retries every 5 s;

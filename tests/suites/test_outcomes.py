@@ -84,7 +84,8 @@ def test_seed_on_fixed_passes_with_every_invariant_green(suites):
 
 
 def test_seed_on_pr592_finalizes_but_leaks_the_shared_pod(suites):
-    """DESIGN §1's prediction: PR #592 unlabels the holder's pod, which then leaks."""
+    """The prediction of docs/bugs.md#pr592-leak: PR #592 unlabels the holder's pod, which
+    then leaks."""
     run = suites("-k", SEED, "--operator", "model:pr592")
     props = run.case("test_scalein_during_migration").properties
     assert props["invariant.finalizer-completes"] == "pass"

@@ -51,7 +51,7 @@ def find_cause(err: BaseException | None, cls: type[E]) -> E | None:
 
 
 class Client:
-    """Cached reads (eventually consistent) and direct writes (OPERATOR-BEHAVIOUR.md §1.5).
+    """Cached reads (eventually consistent) and direct writes (docs/operator-behaviour.md §1.5).
 
     - ``update`` is a full PUT carrying the object's resourceVersion (stale → Conflict);
     - ``patch`` / ``patch_status`` send the JSON merge patch of what ``mutate`` changed,

@@ -1,4 +1,6 @@
-"""The reconcile loop of the operator's controller-runtime fork (OPERATOR-BEHAVIOUR.md §1.1-§1.3).
+"""The reconcile loop of the operator's controller-runtime fork.
+
+docs/operator-behaviour.md §1.1-§1.3.
 
 See :meth:`Reconciler.reconcile` for one pass and how its outcome requeues the object.
 """

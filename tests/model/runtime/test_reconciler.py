@@ -1,4 +1,4 @@
-"""One reconcile pass follows the operator's runtime (OPERATOR-BEHAVIOUR.md §1.1-§1.3):
+"""One reconcile pass follows the operator's runtime (docs/operator-behaviour.md §1.1-§1.3):
 finalizer first, status written before an action and on errors, ReSync and Conflict
 requeue silently, other errors emit ReconcileFail and back off, Finalize retries every 2 s.
 """

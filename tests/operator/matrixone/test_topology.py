@@ -49,7 +49,8 @@ def test_topology_objects_in_apply_order_all_namespaced_and_labelled() -> None:
 
 
 def test_logset_shape_follows_the_operators_e2e() -> None:
-    # OPERATOR-BEHAVIOUR §12: LogSet 3 replicas, small volume, S3 type minio, a path under the
+    # docs/operator-behaviour.md §12: LogSet 3 replicas, small volume, S3 type minio, a path
+    # under the
     # bucket, the MinIO endpoint and the Secret; the schema requires replicas, sharedStorage,
     # volume (the CRD is not available offline, so this is checked by shape).
     logset = _topology()["LogSet"]
@@ -166,7 +167,8 @@ def test_claimset_selects_its_own_claims_and_has_template_labels() -> None:
     assert cs["kind"] == "CNClaimSet"
     assert cs["spec"]["replicas"] == 2
     assert cs["spec"]["selector"] == {"matchLabels": {CLAIMSET_LABEL: "cs-a"}}
-    # The operator writes into template.metadata.labels, so it must exist (OPERATOR-BEHAVIOUR §5.3).
+    # The operator writes into template.metadata.labels, so it must exist
+    # (docs/operator-behaviour.md §5.3).
     assert cs["spec"]["template"]["metadata"]["labels"] == {RUN_ID_LABEL: "r1"}
     assert cs["spec"]["template"]["spec"]["selector"] == {"matchLabels": {POOL_NAME_LABEL: "pool"}}
 
