@@ -153,6 +153,8 @@ SETTINGS: tuple[Setting, ...] = (
             "binary:<path>, image:<ref> or installed", "model:upstream"),
     Setting("operator_crds", "--operator-crds", "binary:/image: targets: directory of the "
             "operator's CRDs (deploy/crds of a checkout)", None, _path),
+    Setting("operator_entrypoint", "--operator-entrypoint", "image: on the local cluster: "
+            "the manager's path in the image", "/manager"),
     Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
             "may take to start its controllers", 90.0, _float),
     Setting("time_scale", "--time-scale", "multiply the model's intervals and our thresholds "
@@ -202,6 +204,7 @@ class RunConfig:
     run_id: str
     operator: str = "model:upstream"
     operator_crds: Path | None = None
+    operator_entrypoint: str = "/manager"
     operator_ready_timeout: float = 90.0
     time_scale: float = 1.0
     finalize_timeout: float = FINALIZE_TIMEOUT
@@ -238,6 +241,7 @@ class RunConfig:
         return {
             "time_scale": self.time_scale,
             "operator_crds": self.operator_crds,
+            "operator_entrypoint": self.operator_entrypoint,
             "operator_ready_timeout": self.operator_ready_timeout,
             "cluster": self.cluster,
             "run_id": self.run_id,

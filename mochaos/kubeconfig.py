@@ -55,3 +55,14 @@ def _absolute(entry: dict[str, Any], key: str, base: Path) -> dict[str, Any]:
         if body.get(k) and not Path(body[k]).is_absolute():
             body[k] = str(base / body[k])
     return {**entry, key: body}
+
+
+def referenced_files(kubeconfig: Path) -> list[Path]:
+    """The files a kubeconfig refers to (certificates, keys, token files), as written in it."""
+    data: dict[str, Any] = yaml.safe_load(Path(kubeconfig).read_text()) or {}
+    found = []
+    for section, key in (("clusters", "cluster"), ("users", "user")):
+        for entry in data.get(section) or []:
+            body = entry.get(key) or {}
+            found += [Path(body[k]) for k in _FILE_KEYS if body.get(k)]
+    return found

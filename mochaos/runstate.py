@@ -1,14 +1,15 @@
 """Crash safety: a state file per process listing what it started, for the reaper.
 
-Every process mo-chaos starts (operator targets) and every namespace it creates
-is written to ``<state>/runs/<pid>.json`` while it lives. If pytest is killed
-with SIGKILL, the file stays behind; the next run finds files whose owner is
+Every process and container mo-chaos starts (operator targets) and every namespace
+it creates is written to ``<state>/runs/<pid>.json`` while it lives. If pytest is
+killed with SIGKILL, the file stays behind; the next run finds files whose owner is
 dead and stops their processes (by pid, after checking the command line still
-matches) and deletes their namespaces. The reaper crosses each item off the file as
-it is done, so a reaper killed in turn leaves the rest to the next one; a namespace
-that could not be deleted because the apiserver did not answer stays listed for the
-next run (at most :data:`REAP_ATTEMPTS` times). What had to be cleaned up by force
-goes into the killed test's ``result.json`` findings when the file names its folder.
+matches), removes their containers (by id) and deletes their namespaces. The reaper
+crosses each item off the file as it is done, so a reaper killed in turn leaves the
+rest to the next one; a namespace that could not be deleted because the apiserver did
+not answer stays listed for the next run (at most :data:`REAP_ATTEMPTS` times). What
+had to be cleaned up by force goes into the killed test's ``result.json`` findings when
+the file names its folder.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from mochaos.errors import UsageError
+from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
 
@@ -59,9 +60,10 @@ def _update(change: Callable[[dict[str, Any]], None]) -> None:
         path = _own_file()
         data = _read(path) or {"owner": os.getpid(), "owner_cmdline": cmdline(os.getpid())}
         data.setdefault("pids", {})
+        data.setdefault("containers", {})
         data.setdefault("namespaces", {})
         change(data)
-        if data["pids"] or data["namespaces"]:
+        if _pending(data):
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(data, indent=1))
             tmp.replace(path)
@@ -77,6 +79,21 @@ def register_pid(pid: int, command: list[str]) -> None:
 def unregister_pid(pid: int) -> None:
     """Forget a process we stopped."""
     _update(lambda d: d["pids"].pop(str(pid), None))
+
+
+def register_container(cid: str, engine: str | None) -> None:
+    """Remember a container we started, and the engine it runs on (``DOCKER_HOST``; None:
+    the default), until :func:`unregister_container`."""
+    _update(lambda d: d["containers"].__setitem__(cid, {"engine": engine}))
+
+
+def unregister_container(cid: str) -> None:
+    """Forget a container we removed."""
+    _update(lambda d: d["containers"].pop(cid, None))
+
+
+def _pending(data: dict[str, Any]) -> bool:
+    return bool(data.get("pids") or data.get("containers") or data.get("namespaces"))
 
 
 def register_namespace(
@@ -103,7 +120,7 @@ def _owner_alive(data: dict[str, Any]) -> bool:
 
 def _save(path: Path, data: dict[str, Any]) -> None:
     """Rewrite a dead run's file with what is left to do (removed when nothing is)."""
-    if data.get("pids") or data.get("namespaces"):
+    if _pending(data):
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(path)
@@ -125,6 +142,7 @@ def reap(delete_namespace: DeleteNamespace) -> list[str]:
             if not data or _owner_alive(data):
                 continue
             _reap_processes(path, data, done)
+            _reap_containers(path, data, done)
             _reap_namespaces(path, data, done, delete_namespace)
     return done
 
@@ -138,6 +156,20 @@ def _reap_processes(path: Path, data: dict[str, Any], done: list[str]) -> None:
             wait_gone(lambda pid=pid: bool(cmdline(pid)), 5.0)
             done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
         del data["pids"][pid_s]
+        _save(path, data)
+
+
+def _reap_containers(path: Path, data: dict[str, Any], done: list[str]) -> None:
+    from mochaos.tooling.docker_cli import DockerCli
+
+    for cid, where in list(data.get("containers", {}).items()):
+        try:
+            DockerCli(engine=where.get("engine")).remove(cid)
+        except InfraError as err:
+            done.append(f"could not remove stale container {cid[:12]}: {err}")
+        else:
+            done.append(f"removed stale container {cid[:12]}")
+        del data["containers"][cid]
         _save(path, data)
 
 

@@ -3,8 +3,9 @@
 A target is a module with a ``from_spec(value, options)`` factory returning an
 :class:`~mochaos.types.OperatorTarget`; adding a target is one module and one
 line in :data:`REGISTRY`. Factories only validate their input (no cluster, no
-build): :func:`parse_target` is safe to call while pytest configures, so a bad
-``--operator`` stops the run before any test.
+build; ``image:`` on the local cluster asks the Docker engine for its version):
+:func:`parse_target` is safe to call while pytest configures, so a bad ``--operator``
+stops the run before any test.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ class Scheme:
     factory: str
     """``module:function`` building the target from the text after ``<name>:``."""
     summary: str
+    local: str | None = None
+    """The factory on the local cluster, when it differs from ``factory`` (which serves the
+    other providers)."""
 
 
 REGISTRY: dict[str, Scheme] = {
@@ -39,7 +43,8 @@ REGISTRY: dict[str, Scheme] = {
         Scheme("binary", "binary:<path>", "mochaos.operator.binary_target:from_spec",
                "a real manager binary run as a process"),
         Scheme("image", "image:<repository>:<tag>", "mochaos.operator.chart_target:from_spec",
-               "the real operator image (kind: Helm chart; local: Docker with host network)"),
+               "the real operator image (kind/existing: Helm chart; local: Docker containers "
+               "with the host's network)", local="mochaos.operator.container_target:from_spec"),
         Scheme("installed", "installed", "mochaos.operator.installed_target:from_spec",
                "an operator already running in the cluster (existing provider)"),
     )
@@ -54,7 +59,8 @@ def usage() -> str:
 def parse_target(spec: str, options: dict[str, Any] | None = None) -> OperatorTarget:
     """Turn an ``--operator`` value into a target; UsageError (one line) for anything wrong.
 
-    ``options`` are the run's target settings (:meth:`mochaos.config.RunConfig.target_options`).
+    ``options`` are the run's target settings (:meth:`mochaos.config.RunConfig.target_options`);
+    their ``cluster`` (default ``local``) picks a scheme's local factory.
     A target that does not honour the time scale refuses one other than 1.
     """
     opts = dict(options or {})
@@ -62,7 +68,7 @@ def parse_target(spec: str, options: dict[str, Any] | None = None) -> OperatorTa
     scheme = REGISTRY.get(name)
     if scheme is None:
         raise UsageError(f"unknown operator target {spec!r}", hint=f"use {usage()}")
-    target = _factory(scheme)(value, opts)
+    target = _factory(scheme, str(opts.get("cluster") or "local"))(value, opts)
     scale = float(opts.get("time_scale") or 1.0)
     if scale != 1.0 and not target.time_scaled:
         raise UsageError(
@@ -73,8 +79,9 @@ def parse_target(spec: str, options: dict[str, Any] | None = None) -> OperatorTa
     return target
 
 
-def _factory(scheme: Scheme) -> Callable[[str, dict[str, Any]], OperatorTarget]:
-    module, _, func = scheme.factory.partition(":")
+def _factory(scheme: Scheme, cluster: str) -> Callable[[str, dict[str, Any]], OperatorTarget]:
+    chosen = scheme.local if cluster == "local" and scheme.local else scheme.factory
+    module, _, func = chosen.partition(":")
     return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
 
 

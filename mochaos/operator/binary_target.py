@@ -17,6 +17,7 @@ from mochaos.operator.manager_target import (
     READY_TIMEOUT,
     ManagerTarget,
     binary_version,
+    operator_crds_dir,
     require_local,
 )
 
@@ -33,15 +34,7 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
             hint="build it in a checkout (CGO_ENABLED=0 go build ./cmd/operator), or use "
             "--operator=source:<checkout>",
         )
-    crds = options.get("operator_crds")
-    if crds is None:
-        raise UsageError(
-            "binary: needs the operator's CRDs",
-            hint="pass --operator-crds <checkout or its deploy/crds directory>",
-        )
-    crds = Path(crds).expanduser()
-    if not crds.is_dir():
-        raise UsageError(f"--operator-crds {crds} is not a directory", hint="check the path")
+    crds = operator_crds_dir(options, "binary: needs the operator's CRDs")
     path = path.resolve()
     return ManagerTarget(
         spec=f"binary:{value}", version=binary_version(path), crd_root=crds,

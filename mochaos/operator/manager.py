@@ -54,6 +54,7 @@ class ManagerLaunch:
     """Everything needed to start one manager for one namespace."""
 
     binary: Path
+    """The manager executable (for a container: its path in the image)."""
     namespace: str
     workdir: Path
     hosts_file: Path | None
@@ -62,26 +63,32 @@ class ManagerLaunch:
     metrics_port: int = field(default_factory=free_port)
     probe_port: int = field(default_factory=free_port)
 
-    def prepare(self, cluster: Cluster) -> tuple[list[str], dict[str, str]]:
-        """Write the config dir and kubeconfig; return the argv and environment."""
+    def configure(self, cluster: Cluster) -> tuple[list[str], dict[str, str]]:
+        """Write the config dir and kubeconfig under ``workdir``; return the manager's flags
+        and the environment it reads (no program, no ``PATH``: the caller runs it)."""
         cfg = write_config_dir(self.workdir / "operator-cfg")
         kubeconfig = write_single_context(
             cluster.kubeconfig, cluster.context, self.workdir / "kubeconfig"
         )
-        argv = [
-            str(self.binary),
+        args = [
             f"--operator-cfg-directory={cfg}",
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{self.probe_port}",
         ]
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.workdir),
             "KUBECONFIG": str(kubeconfig),
             "POD_NAMESPACE": self.namespace,
             "ENABLE_WEBHOOKS": "true" if self.webhooks else "false",
             **self.extra_env,
         }
+        return args, env
+
+    def prepare(self, cluster: Cluster) -> tuple[list[str], dict[str, str]]:
+        """Write the config dir and kubeconfig; return the process's argv and environment."""
+        args, manager_env = self.configure(cluster)
+        argv = [str(self.binary), *args]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **manager_env}
         if self.hosts_file is not None:
             argv = [*hosts_wrapper(self.hosts_file), *argv]
         return argv, env

@@ -15,7 +15,7 @@ import hashlib
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mochaos.errors import InfraError, UsageError
 from mochaos.operator import crds as crd_install
@@ -23,7 +23,11 @@ from mochaos.operator import webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
 from mochaos.progress import announce
-from mochaos.types import Cluster
+from mochaos.types import Cluster, RunningOperator
+
+if TYPE_CHECKING:
+    from mochaos.operator.container import OperatorContainer
+    from mochaos.operator.matrixone.local import LocalMatrixOne
 
 READY_TIMEOUT = 90.0
 
@@ -39,6 +43,21 @@ def require_local(options: dict[str, Any], scheme: str) -> None:
         )
 
 
+def operator_crds_dir(options: dict[str, Any], missing: str) -> Path:
+    """``--operator-crds``, for targets that bring no CRDs of their own; UsageError when
+    missing (``missing`` says who needs them) or not a directory."""
+    crds = options.get("operator_crds")
+    if crds is None:
+        raise UsageError(
+            missing,
+            hint="pass --operator-crds <checkout or its deploy/crds directory>",
+        )
+    crds = Path(crds).expanduser()
+    if not crds.is_dir():
+        raise UsageError(f"--operator-crds {crds} is not a directory", hint="check the path")
+    return crds
+
+
 def digest(path: Path) -> str:
     """Identifies a manager binary by content."""
     h = hashlib.sha256()
@@ -49,7 +68,12 @@ def digest(path: Path) -> str:
 
 
 class ManagerTarget:
-    """A real manager binary (built by the caller, or given), its CRDs and webhooks."""
+    """A real manager binary (built by the caller, or given), its CRDs and webhooks.
+
+    The manager runs as a process; :class:`~mochaos.operator.container_target.ContainerTarget`
+    runs it from an image instead by replacing :meth:`_identity`, :meth:`_spawn_host` and
+    :meth:`_operator`.
+    """
 
     images: tuple[str, ...] = ()
     crds = "operator"
@@ -85,76 +109,98 @@ class ManagerTarget:
             self._binary = self._build()
         return self._binary
 
-    def install(self, cluster: Cluster) -> None:
-        """Build if needed, install the operator's CRDs, start or join the webhook host."""
-        binary = self.binary
-        crd_install.install(
-            cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
-        )
-        self._cluster = cluster
-        self._host = webhooks.WebhookHost(
-            state=_state(cluster) / "operator-webhooks", build=digest(binary)
-        )
-        self._host.acquire(lambda: self._start_webhook_host(cluster, binary))
+    # -- how the manager runs (a process here) ---------------------------------------------
 
-    def _start_webhook_host(self, cluster: Cluster, binary: Path) -> tuple[int, list[str]]:
-        state = _state(cluster) / "operator-webhooks"
-        certs = webhooks.make_certificates(state / "certs")
-        _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)
-        launch = ManagerLaunch(
-            binary=binary, namespace=webhooks.WEBHOOK_NAMESPACE, workdir=state / "host",
-            hosts_file=None, webhooks=True,
-        )  # fmt: skip
+    def _identity(self) -> str:
+        """Identifies the build the webhook host runs (building it first if needed)."""
+        return digest(self.binary)
+
+    @property
+    def _manager_path(self) -> Path:
+        return self.binary
+
+    def _spawn_host(
+        self, cluster: Cluster, launch: ManagerLaunch, certs: Path, log: Path
+    ) -> webhooks.HostHandle:
+        """Start the webhook host's manager (detached) with its log in ``log``."""
         argv, env = launch.prepare(cluster)
-        argv += [f"--webhook-certificate-directory={certs}", "--ca-file=caBundle"]
-        log = state / "host" / "manager.log"
-        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:9443")
+        argv += webhooks.host_args(certs)
         with log.open("ab") as out:
             proc = subprocess.Popen(
                 argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )  # fmt: skip
-        ctx = webhooks.tls_context(certs / "caBundle")
-        webhooks.wait_serving(ctx, log, lambda: proc.poll() is None)
-        crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
-        hooks = [h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx)]
-        webhooks.register(
-            cluster, webhooks.configurations(hooks, (certs / "caBundle").read_bytes())
-        )
-        webhooks.announce_hooks(hooks)
-        return proc.pid, _cmdline(proc.pid)
+        return webhooks.ProcessHost(proc.pid, _cmdline(proc.pid))
 
-    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
+    def _operator(
+        self, cluster: Cluster, launch: ManagerLaunch, log_path: Path, env: LocalMatrixOne
+    ) -> OperatorProcess | OperatorContainer:
+        """The (not yet started) manager of one namespace."""
+        argv, penv = launch.prepare(cluster)
+        return OperatorProcess(
+            target=self.spec, version=self.version, user_agent=self.binary.name, command=argv,
+            log_path=log_path, ready=lambda p: ready_in_log(p.log_lines()), env=penv,
+            ready_timeout=self.ready_timeout, sessions=env.sessions,
+            waits=env.timings.scenario_waits(),
+        )  # fmt: skip
+
+    # -- the target ---------------------------------------------------------------------------
+
+    def install(self, cluster: Cluster) -> None:
+        """Build or find the manager, install the operator's CRDs, start or join the webhook
+        host."""
+        build = self._identity()
+        crd_install.install(
+            cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
+        )
+        self._cluster = cluster
+        self._host = webhooks.WebhookHost(state=_state(cluster) / "operator-webhooks", build=build)
+        self._host.acquire(lambda: self._start_webhook_host(cluster))
+
+    def _start_webhook_host(self, cluster: Cluster) -> webhooks.HostHandle:
+        state = _state(cluster) / "operator-webhooks"
+        certs = webhooks.make_certificates(state / "certs")
+        _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)
+        launch = ManagerLaunch(
+            binary=self._manager_path, namespace=webhooks.WEBHOOK_NAMESPACE,
+            workdir=state / "host", hosts_file=None, webhooks=True,
+        )  # fmt: skip
+        log = state / "host" / "manager.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:{webhooks.PORT}")
+        webhooks.check_port_free()
+        handle = self._spawn_host(cluster, launch, certs, log)
+        ctx = webhooks.tls_context(certs / "caBundle")
+        try:
+            webhooks.wait_serving(ctx, log, handle.alive)
+            crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
+            hooks = [h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx)]
+            webhooks.register(
+                cluster, webhooks.configurations(hooks, (certs / "caBundle").read_bytes())
+            )
+        except BaseException:
+            handle.stop()
+            raise
+        webhooks.announce_hooks(hooks)
+        return handle
+
+    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> RunningOperator:
         """Prepare the namespace's MatrixOne, start a manager for it, wait until ready."""
         from mochaos.operator.matrixone.local import LocalMatrixOne
 
         env = LocalMatrixOne(cluster, namespace)
         launch = ManagerLaunch(
-            binary=self.binary, namespace=namespace, workdir=log_dir / "manager",
+            binary=self._manager_path, namespace=namespace, workdir=log_dir / "manager",
             hosts_file=env.hosts_file,
         )  # fmt: skip
-        argv, penv = launch.prepare(cluster)
-        log_path = log_dir / "operator.log"
-        proc = OperatorProcess(
-            target=self.spec,
-            version=self.version,
-            user_agent=self.binary.name,
-            command=argv,
-            log_path=log_path,
-            ready=lambda p: ready_in_log(p.log_lines()),
-            env=penv,
-            ready_timeout=self.ready_timeout,
-            sessions=env.sessions,
-            waits=env.timings.scenario_waits(),
-            pool_spec=None,
-        )
-        proc.start()
+        running = self._operator(cluster, launch, log_dir / "operator.log", env)
+        running.start()
         try:
-            proc.pool_spec = env.prepare()
+            running.pool_spec = env.prepare()
         except BaseException:
-            proc.stop()
+            running.stop()
             raise
-        return proc
+        return running
 
     def close(self) -> None:
         """Leave the webhook host (the last user stops it and removes its configuration)."""
@@ -196,4 +242,4 @@ def binary_version(path: Path) -> str:
     return f"{path.name}@sha256:{digest(path)[:12]}"
 
 
-__all__ = ["ManagerTarget", "binary_version", "require_local"]
+__all__ = ["ManagerTarget", "binary_version", "operator_crds_dir", "require_local"]

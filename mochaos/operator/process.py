@@ -57,6 +57,7 @@ class OperatorProcess:
         self._pass_fds = pass_fds
         self._proc: subprocess.Popen[bytes] | None = None
         self._resume: threading.Timer | None = None
+        self._log_offset = 0
         self.starts = 0
 
     @property
@@ -69,6 +70,7 @@ class OperatorProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         if self._ready_file is not None:
             self._ready_file.unlink(missing_ok=True)
+        self._log_offset = log_size(self.log_path)
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 self.command,
@@ -106,19 +108,12 @@ class OperatorProcess:
         )
 
     def log_lines(self) -> list[str]:
-        """Every line of the log so far (empty when no log yet)."""
-        try:
-            return self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return []
+        """The lines the current run logged so far (a restart's earlier lines excluded)."""
+        return read_lines(self.log_path, self._log_offset)
 
     def log_tail(self, lines: int) -> str:
-        """The last lines of the log, joined (empty when no log yet)."""
-        try:
-            data = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
-        return " | ".join(data[-lines:])
+        """The current run's last non-empty log lines, joined (empty when none yet)."""
+        return tail(self.log_lines(), lines)
 
     def stop(self, grace: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after ``grace`` seconds; idempotent."""
@@ -167,18 +162,46 @@ class OperatorProcess:
 
     def follow_log(self, stop: threading.Event) -> Iterator[str]:
         """Yield log lines from the start of the file until ``stop`` is set."""
-        while not self.log_path.exists():
+        return follow_file(self.log_path, stop)
+
+
+def log_size(path: Path) -> int:
+    """The size of a log file in bytes (0 when there is none yet)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def read_lines(path: Path, offset: int = 0) -> list[str]:
+    """The lines of a log file from byte ``offset`` on (empty when there is no log yet)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def tail(lines: list[str], n: int) -> str:
+    """The last ``n`` non-empty lines, joined for a one-line message."""
+    return " | ".join([ln for ln in lines if ln.strip()][-n:])
+
+
+def follow_file(path: Path, stop: threading.Event) -> Iterator[str]:
+    """Yield a growing file's complete lines from its start until ``stop`` is set."""
+    while not path.exists():
+        if stop.wait(0.05):
+            return
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        buf = ""
+        while True:
+            chunk = fh.readline()
+            if chunk:
+                buf += chunk
+                if buf.endswith("\n"):
+                    yield buf.rstrip("\n")
+                    buf = ""
+                continue
             if stop.wait(0.05):
                 return
-        with self.log_path.open("r", encoding="utf-8", errors="replace") as fh:
-            buf = ""
-            while True:
-                chunk = fh.readline()
-                if chunk:
-                    buf += chunk
-                    if buf.endswith("\n"):
-                        yield buf.rstrip("\n")
-                        buf = ""
-                    continue
-                if stop.wait(0.05):
-                    return

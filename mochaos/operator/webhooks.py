@@ -27,9 +27,10 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from filelock import FileLock
 from kubernetes import client
@@ -72,6 +73,32 @@ def make_certificates(directory: Path) -> Path:
             "-CAcreateserial", "-out", "tls.crt", "-days", days, "-extfile", "san.ext")  # fmt: skip
     (directory / "caBundle").write_bytes((directory / "ca.crt").read_bytes())
     return directory
+
+
+def check_port_free(port: int = PORT) -> None:
+    """InfraError when something already listens on the webhook port: the operator fixes
+    it, so on one machine only one cluster at a time can have a webhook host."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                raise
+            raise InfraError(
+                f"port {port}, which the operator's webhook server always uses, is taken "
+                "(another cluster's webhook host?)",
+                hint=f"wait for that run or stop it (`ss -ltnp 'sport = :{port}'` shows the "
+                "owner): one real-operator cluster per machine at a time",
+            ) from err
+
+
+def host_args(certs: Path) -> list[str]:
+    """The webhook host's own flags: our certificate folder and the CA bundle's file name."""
+    return [f"--webhook-certificate-directory={certs}", "--ca-file=caBundle"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +175,56 @@ def configurations(hooks: list[Hook], ca_bundle: bytes) -> tuple[dict[str, Any],
     return tuple(docs)
 
 
+class HostHandle(Protocol):
+    """How the webhook host runs: a process of ours or a container (see :func:`host_handle`)."""
+
+    def alive(self) -> bool:
+        """True while the host runs."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the host (SIGTERM, then SIGKILL after a grace period)."""
+        ...
+
+    def record(self) -> dict[str, Any]:
+        """What ``host.json`` keeps to find the host again (``kind`` and its identity)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProcessHost:
+    """A webhook host run as a process, known by pid and command line."""
+
+    pid: int
+    argv: list[str]
+
+    def alive(self) -> bool:
+        """True while the pid still runs our command line."""
+        return cmdline(self.pid) == self.argv
+
+    def stop(self) -> None:
+        """SIGTERM to its process group, SIGKILL after 10 s."""
+        try:
+            os.killpg(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        if not wait_gone(self.alive, 10.0):
+            os.killpg(self.pid, signal.SIGKILL)
+
+    def record(self) -> dict[str, Any]:
+        """``kind: process``, pid and argv."""
+        return {"kind": "process", "pid": self.pid, "argv": self.argv}
+
+
+def host_handle(record: dict[str, Any]) -> HostHandle:
+    """The handle ``host.json`` describes (a record without ``kind`` is a process)."""
+    if record.get("kind") == "container":
+        from mochaos.operator.container import ContainerHost
+
+        return ContainerHost.from_record(record)
+    return ProcessHost(int(record["pid"]), list(record["argv"]))
+
+
 @dataclass
 class WebhookHost:
     """The shared webhook-serving manager of one cluster (see the module docstring)."""
@@ -155,18 +232,19 @@ class WebhookHost:
     state: Path
     """Folder of this cluster's host: lock, host.json, users/, certs/, log."""
     build: str
-    """Identifies the operator build (binary digest)."""
+    """Identifies the operator build (binary digest, or image id)."""
 
     def _lock(self) -> FileLock:
         self.state.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self.state / "lock"), timeout=600)
 
-    def _host(self) -> dict[str, Any] | None:
+    def _host(self) -> tuple[dict[str, Any], HostHandle] | None:
         try:
             data = json.loads((self.state / "host.json").read_text())
-        except (OSError, ValueError):
+            handle = host_handle(data)
+        except (OSError, ValueError, KeyError):
             return None
-        return data if cmdline(int(data["pid"])) == data["argv"] else None
+        return (data, handle) if handle.alive() else None
 
     def _users(self) -> list[int]:
         users = self.state / "users"
@@ -180,52 +258,43 @@ class WebhookHost:
                 f.unlink(missing_ok=True)
         return alive
 
-    def acquire(self, start: Any) -> dict[str, Any]:
-        """Join the running host of this build, or start one with ``start() -> (pid, argv)``."""
+    def acquire(self, start: Callable[[], HostHandle]) -> dict[str, Any]:
+        """Join the running host of this build, or start one with ``start()``."""
         with self._lock():
-            host = self._host()
+            found = self._host()
             others = [p for p in self._users() if p != os.getpid()]
-            if host is not None and host["build"] != self.build:
+            if found is not None and found[0]["build"] != self.build:
                 if others:
                     raise UsageError(
-                        f"operator build {host['build'][:12]} serves the webhooks of this "
+                        f"operator build {found[0]['build'][:12]} serves the webhooks of this "
                         f"cluster for pytest processes {others}",
                         hint="run one operator build per cluster at a time (or another "
                         "cluster: MOCHAOS_CLUSTER_NAME)",
                     )
-                self._stop(host)
-                host = None
-            if host is None:
-                pid, argv = start()
-                host = {"pid": pid, "argv": argv, "build": self.build}
+                found[1].stop()
+                found = None
+            if found is None:
+                host = {**start().record(), "build": self.build}
                 (self.state / "host.json").write_text(json.dumps(host))
+            else:
+                host = found[0]
             (self.state / "users" / str(os.getpid())).touch()
             return host
 
-    def release(self, cleanup: Any) -> None:
+    def release(self, cleanup: Callable[[], None]) -> None:
         """Leave; the last user stops the host and runs ``cleanup()``."""
         with self._lock():
             (self.state / "users" / str(os.getpid())).unlink(missing_ok=True)
             if self._users():
                 return
-            host = self._host()
-            if host is not None:
-                self._stop(host)
+            found = self._host()
+            if found is not None:
+                found[1].stop()
             (self.state / "host.json").unlink(missing_ok=True)
             cleanup()
 
-    @staticmethod
-    def _stop(host: dict[str, Any]) -> None:
-        pid = int(host["pid"])
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        if not wait_gone(lambda: cmdline(pid) == host["argv"], 10.0):
-            os.killpg(pid, signal.SIGKILL)
 
-
-def wait_serving(context: ssl.SSLContext, log: Path, proc_alive: Any) -> None:
+def wait_serving(context: ssl.SSLContext, log: Path, proc_alive: Callable[[], bool]) -> None:
     """Wait until the host completes a TLS handshake on its port; InfraError otherwise."""
     import socket
 

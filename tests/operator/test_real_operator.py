@@ -30,14 +30,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def run_seed(tmp_path: Path, rev: str) -> dict:
-    """The seed scenario against ``source:<checkout>@<rev>`` in a child pytest; its result."""
-    source = f"source:{os.environ[ENV_SOURCE]}@{rev}"
+def run_seed(tmp_path: Path, *target: str) -> dict:
+    """The seed scenario in a child pytest with the ``target`` options; its result."""
     junit = tmp_path / "junit.xml"
     cmd = [
         sys.executable, "-m", "pytest", "suites", "-k", SEED, "-n", "0", "-p", "no:cacheprovider",
-        "--operator", source, "--junitxml", str(junit),
-        "--mochaos-reports-dir", str(tmp_path / "reports"),
+        *target, "--junitxml", str(junit), "--mochaos-reports-dir", str(tmp_path / "reports"),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.setdefault("GONOSUMDB", "github.com/matrixorigin")
@@ -58,7 +56,7 @@ def failed(result: dict) -> set[str]:
 def test_main_keeps_the_migrating_claim_finalizing_forever(tmp_path: Path):
     """The bug report's race on the operator's main branch: B1, B2/B6, B5, with the finalize
     retries read from the real manager's log."""
-    result = run_seed(tmp_path, MAIN)
+    result = run_seed(tmp_path, "--operator", f"source:{os.environ[ENV_SOURCE]}@{MAIN}")
     assert failed(result) >= {
         "finalizer-completes", "no-label-residue", "scalein-skips-migrating", "retry-budget",
     }  # fmt: skip
@@ -69,7 +67,7 @@ def test_main_keeps_the_migrating_claim_finalizing_forever(tmp_path: Path):
 def test_pr592_finalizes_but_leaks_the_pod_it_unlabels(tmp_path: Path):
     """PR #592 skips the migrating claim and Finalize completes; the pod whose label its
     Finalize releases for another holder is left Bound with no owner once that holder goes."""
-    result = run_seed(tmp_path, PR592)
+    result = run_seed(tmp_path, "--operator", f"source:{os.environ[ENV_SOURCE]}@{PR592}")
     assert not failed(result) & {"finalizer-completes", "scalein-skips-migrating"}
     assert failed(result) >= {"pod-claim-agreement", "no-leaked-pods"}
     assert result["max_finalize_retries"] <= 2

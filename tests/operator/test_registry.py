@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -65,3 +66,66 @@ def test_a_binary_target_names_its_build_by_digest(tmp_path: Path):
     target = parse_target(f"binary:{_manager(tmp_path)}", {"operator_crds": tmp_path})
     assert target.version.startswith("manager@sha256:")
     assert target.crds == "operator" and not target.time_scaled
+
+
+IMAGE = "mochaos-test/matrixone-operator:2301e3b"
+
+
+def _docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """A ``docker`` first on PATH that answers ``docker version`` with ``script``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(f"#!/bin/sh\n{script}\n")
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("MOCHAOS_STATE", str(tmp_path / "state"))
+
+
+def test_an_image_is_installed_with_its_chart_on_kind_and_existing_clusters():
+    from mochaos.operator.chart_target import ImageTarget
+
+    for cluster in ("kind", "existing"):
+        assert isinstance(parse_target(f"image:{IMAGE}", {"cluster": cluster}), ImageTarget)
+
+
+def test_an_image_runs_as_containers_on_the_local_cluster(tmp_path, monkeypatch):
+    from mochaos.operator.container_target import ContainerTarget
+
+    _docker(tmp_path, monkeypatch, "echo 20.10.24")
+    target = parse_target(f"image:{IMAGE}", {"cluster": "local", "operator_crds": tmp_path})
+    assert isinstance(target, ContainerTarget)
+    assert (target.spec, target.version, target.entrypoint) == (f"image:{IMAGE}", "2301e3b",
+                                                                "/manager")  # fmt: skip
+    assert target.images == () and target.crds == "operator" and not target.time_scaled
+    options = {"operator_crds": tmp_path, "operator_entrypoint": "/bin/manager"}
+    assert parse_target(f"image:{IMAGE}", options).entrypoint == "/bin/manager"
+
+
+def test_an_image_on_the_local_cluster_needs_the_operators_crds(tmp_path, monkeypatch):
+    _docker(tmp_path, monkeypatch, "echo 20.10.24")
+    with pytest.raises(UsageError) as info:
+        parse_target(f"image:{IMAGE}", {"cluster": "local"})
+    assert str(info.value) == (
+        f"image:{IMAGE} on the local cluster needs the operator's CRDs (an image carries none): "
+        "pass --operator-crds <checkout or its deploy/crds directory>"
+    )
+
+
+def test_an_image_on_the_local_cluster_without_a_docker_engine_is_one_line(tmp_path, monkeypatch):
+    _docker(tmp_path, monkeypatch, "echo 'Cannot connect to the Docker daemon at "
+            "unix:///var/run/docker.sock. Is the docker daemon running?' >&2; exit 1")  # fmt: skip
+    with pytest.raises(UsageError) as info:
+        parse_target(f"image:{IMAGE}", {"operator_crds": tmp_path})
+    message = str(info.value)
+    assert message.startswith(
+        f"image:{IMAGE} on the local cluster runs the image with Docker: "
+        "no Docker engine reachable (Cannot connect to the Docker daemon"
+    )
+    assert message.endswith("or run its manager as --operator=binary:<path>")
+    assert "\n" not in message
+
+
+def test_an_image_on_the_local_cluster_refuses_the_time_scale(tmp_path, monkeypatch):
+    _docker(tmp_path, monkeypatch, "echo 20.10.24")
+    with pytest.raises(UsageError, match="intervals are compiled in"):
+        parse_target(f"image:{IMAGE}", {"operator_crds": tmp_path, "time_scale": 0.2})

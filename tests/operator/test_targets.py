@@ -47,8 +47,9 @@ def test_image_target_refuses_bad_input() -> None:
 def test_a_nightly_matrixone_image_needs_its_version_before_anything_runs() -> None:
     nightly = "matrixorigin/matrixone:nightly-4a4c2b8c"
     with pytest.raises(UsageError, match=r"pass --mochaos-mo-version=<x\.y\.z>"):
-        parse_target(f"image:{REF}", {"mo_image": nightly})
-    target = parse_target(f"image:{REF}", {"mo_image": nightly, "mo_version": "2.1.0"})
+        parse_target(f"image:{REF}", {"mo_image": nightly, "cluster": "kind"})
+    options = {"mo_image": nightly, "mo_version": "2.1.0", "cluster": "kind"}
+    target = parse_target(f"image:{REF}", options)
     assert isinstance(target, ImageTarget)
     assert (target.mo_image, target.mo_version) == (nightly, "2.1.0")
     installed = parse_target("installed", {"mo_image": nightly, "mo_version": "2.1"})

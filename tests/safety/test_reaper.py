@@ -200,3 +200,36 @@ def test_each_item_is_crossed_off_as_soon_as_it_is_done(state, sleeper):
     runstate.reap(lambda ns, kc, ctx: deleted.append(ns))
     assert deleted == ["mc-2"]
     assert not path.exists()
+
+
+def test_a_dead_runs_container_is_removed_by_id_on_its_engine(state, monkeypatch):
+    from mochaos.tooling import docker_cli
+
+    removed: list[tuple[str | None, str]] = []
+
+    def remove(self: docker_cli.DockerCli, cid: str) -> None:
+        if cid == "bad":
+            raise docker_cli.InfraError("docker rm bad failed: engine gone")
+        removed.append((self.engine, cid))
+
+    monkeypatch.setattr(docker_cli.DockerCli, "remove", remove)
+    path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
+                       namespaces={})  # fmt: skip
+    data = json.loads(path.read_text())
+    data["containers"] = {"c0ffee": {"engine": "unix:///run/d.sock"}, "bad": {"engine": None}}
+    path.write_text(json.dumps(data))
+    lines = runstate.reap(lambda ns, kc, ctx: None)
+    assert removed == [("unix:///run/d.sock", "c0ffee")]
+    assert "removed stale container c0ffee" in lines
+    assert any(line.startswith("could not remove stale container bad") for line in lines)
+    assert not path.exists()
+
+
+def test_a_registered_container_keeps_the_state_file_until_unregistered(state):
+    runstate.register_container("c0ffee", None)
+    me = os.getpid()
+    assert json.loads((state / f"{me}.json").read_text())["containers"] == {
+        "c0ffee": {"engine": None}
+    }
+    runstate.unregister_container("c0ffee")
+    assert not (state / f"{me}.json").exists()
