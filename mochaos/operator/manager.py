@@ -1,4 +1,4 @@
-"""Running the real operator manager as a process on the local cluster.
+"""Running the real operator manager on the local cluster (as a process, or in a container).
 
 One manager per test namespace: its configuration directory (the operator reads a
 mounted ConfigMap, one file per field) turns on the claim and pool controllers

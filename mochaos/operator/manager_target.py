@@ -1,4 +1,5 @@
-"""The real operator manager on the local cluster: what ``binary:`` and ``source:`` share.
+"""The real operator manager on the local cluster: what ``binary:``, ``source:`` and
+``image:`` (:mod:`~mochaos.operator.container_target`) share.
 
 Per session: the operator's CRDs (from the checkout or ``--operator-crds``) and its
 webhooks, served by one shared manager (:mod:`~mochaos.operator.webhooks`). Per test
