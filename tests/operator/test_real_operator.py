@@ -41,6 +41,9 @@ def run_seed(tmp_path: Path, rev: str) -> dict:
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.setdefault("GONOSUMDB", "github.com/matrixorigin")
+    # One operator build per cluster at a time (the webhook port is the build's): each
+    # revision gets its own local cluster, kept warm for the next run.
+    env["MOCHAOS_CLUSTER_NAME"] = f"mochaos-real-{rev}"
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     output = proc.stdout + proc.stderr
     assert junit.exists(), output[-3000:]
