@@ -98,6 +98,7 @@ class ManagerTarget:
         self._host.acquire(lambda: self._start_webhook_host(cluster, binary))
 
     def _start_webhook_host(self, cluster: Cluster, binary: Path) -> tuple[int, list[str]]:
+        webhooks.check_port_free()
         state = _state(cluster) / "operator-webhooks"
         certs = webhooks.make_certificates(state / "certs")
         _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)

@@ -49,6 +49,24 @@ WEBHOOK_NAMESPACE = "mochaos-webhooks"
 """The (empty) namespace the webhook host's own controllers watch."""
 
 
+def check_port_free() -> None:
+    """UsageError when something already listens on the webhook port (another cluster's
+    host: the port is the machine's, so one real-operator build runs per machine at once)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", PORT))
+        except OSError as err:
+            raise UsageError(
+                f"port {PORT} (the operator's webhook port) is in use on this machine, e.g. by "
+                "the webhook host of another local cluster's real-operator run",
+                hint="run one real-operator build per machine at a time; `ss -ltnp "
+                f"'sport = :{PORT}'` shows the owner",
+            ) from err
+
+
 def make_certificates(directory: Path) -> Path:
     """A CA and a serving certificate for 127.0.0.1 (openssl), as the manager expects them:
     ``tls.crt``, ``tls.key`` and the CA bundle in ``caBundle``."""

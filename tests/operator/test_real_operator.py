@@ -12,9 +12,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from mochaos.operator.source_target import ENV_SOURCE
 from mochaos.report.junit import read_junit
@@ -41,10 +43,11 @@ def run_seed(tmp_path: Path, rev: str) -> dict:
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.setdefault("GONOSUMDB", "github.com/matrixorigin")
-    # One operator build per cluster at a time (the webhook port is the build's): each
-    # revision gets its own local cluster, kept warm for the next run.
-    env["MOCHAOS_CLUSTER_NAME"] = f"mochaos-real-{rev}"
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    env["MOCHAOS_CLUSTER_NAME"] = "mochaos-real"
+    # One real-operator build per machine at a time (the operator's webhook port is fixed):
+    # under xdist the two revisions take turns.
+    with FileLock(str(Path(tempfile.gettempdir()) / "mochaos-real-operator.lock")):
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     output = proc.stdout + proc.stderr
     assert junit.exists(), output[-3000:]
     (case,) = read_junit(junit).values()
