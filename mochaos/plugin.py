@@ -31,6 +31,8 @@ CONFIG_KEY = pytest.StashKey[RunConfig]()
 SINK_KEY = pytest.StashKey[progress.Sink]()
 FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
 SIGINT_KEY = pytest.StashKey[Any]()
+MODEL_TARGET_KEY = pytest.StashKey[bool]()
+"""Whether the run's target is the reference model (model_only scenarios run only there)."""
 ERROR_ATTR = "mochaos_error"
 """Set on a test report whose call phase ended in an infrastructure or usage error."""
 
@@ -125,7 +127,8 @@ def pytest_configure(config: pytest.Config) -> None:
             cfg = _with_seed(cfg, workerinput["mochaos_seed"])
         from mochaos.operator import parse_target
 
-        parse_target(cfg.operator, cfg.target_options())
+        target = parse_target(cfg.operator, cfg.target_options())
+        config.stash[MODEL_TARGET_KEY] = target.time_scaled
         _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
@@ -236,6 +239,10 @@ def _on_sigint(signum: int, frame: object) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> Any:
     """Record the test's phases from its set-up on; re-raise a swallowed Ctrl-C."""
     progress.begin_test(item.nodeid)
+    marker = item.get_closest_marker("model_only")
+    if marker is not None and not item.config.stash.get(MODEL_TARGET_KEY, True):
+        reason = marker.args[0] if marker.args else "it needs the reference model"
+        pytest.skip(f"model only ({reason}); the target is {run_config(item.config).operator}")
     try:
         return (yield)
     finally:
@@ -462,9 +469,6 @@ def operator(
     At teardown the namespace is deleted while the operator still runs, so it finalizes
     its own objects; only then is the operator stopped.
     """
-    marker = request.node.get_closest_marker("model_only")
-    if marker is not None and not operator_target.time_scaled:
-        pytest.skip(f"model only: {marker.args[0] if marker.args else marker.kwargs}")
     with progress.phase("operator start"):
         running = operator_target.start(cluster, namespace, tmp_path)
     yield running

@@ -400,9 +400,15 @@ class LocalProvider:
         return proc.stdout
 
     def _create(self) -> None:
+        # kwokctl picks free ports when it creates a cluster: two clusters created at once
+        # may pick the same ones, so creations are serialised machine-wide.
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.workdir / "create.lock"), timeout=LOCK_TIMEOUT):
+            self._create_alone()
+
+    def _create_alone(self) -> None:
         if self.apiserver_port is not None:
             check_port_free(self.apiserver_port)
-        self.workdir.mkdir(parents=True, exist_ok=True)
         _say(
             f"starting local cluster {self.cluster_name} (etcd, kube-apiserver, "
             f"controller-manager, scheduler, kwok) on 127.0.0.1"

@@ -159,6 +159,7 @@ class ManagerTarget:
         self._host.acquire(lambda: self._start_webhook_host(cluster))
 
     def _start_webhook_host(self, cluster: Cluster) -> webhooks.HostHandle:
+        webhooks.check_port_free()
         state = _state(cluster) / "operator-webhooks"
         certs = webhooks.make_certificates(state / "certs")
         _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)
@@ -169,7 +170,6 @@ class ManagerTarget:
         log = state / "host" / "manager.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:{webhooks.PORT}")
-        webhooks.check_port_free()
         handle = self._spawn_host(cluster, launch, certs, log)
         ctx = webhooks.tls_context(certs / "caBundle")
         try:

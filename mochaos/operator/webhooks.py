@@ -50,6 +50,24 @@ WEBHOOK_NAMESPACE = "mochaos-webhooks"
 """The (empty) namespace the webhook host's own controllers watch."""
 
 
+def check_port_free(port: int = PORT) -> None:
+    """UsageError when something already listens on the webhook port (another cluster's
+    host: the port is the machine's, so one real-operator build runs per machine at once)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError as err:
+            raise UsageError(
+                f"port {port} (the operator's webhook port) is in use on this machine, e.g. by "
+                "the webhook host of another local cluster's real-operator run",
+                hint="run one real-operator build per machine at a time; `ss -ltnp "
+                f"'sport = :{port}'` shows the owner",
+            ) from err
+
+
 def make_certificates(directory: Path) -> Path:
     """A CA and a serving certificate for 127.0.0.1 (openssl), as the manager expects them:
     ``tls.crt``, ``tls.key`` and the CA bundle in ``caBundle``."""
@@ -73,27 +91,6 @@ def make_certificates(directory: Path) -> Path:
             "-CAcreateserial", "-out", "tls.crt", "-days", days, "-extfile", "san.ext")  # fmt: skip
     (directory / "caBundle").write_bytes((directory / "ca.crt").read_bytes())
     return directory
-
-
-def check_port_free(port: int = PORT) -> None:
-    """InfraError when something already listens on the webhook port: the operator fixes
-    it, so on one machine only one cluster at a time can have a webhook host."""
-    import errno
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError as err:
-            if err.errno != errno.EADDRINUSE:
-                raise
-            raise InfraError(
-                f"port {port}, which the operator's webhook server always uses, is taken "
-                "(another cluster's webhook host?)",
-                hint=f"wait for that run or stop it (`ss -ltnp 'sport = :{port}'` shows the "
-                "owner): one real-operator cluster per machine at a time",
-            ) from err
 
 
 def host_args(certs: Path) -> list[str]:

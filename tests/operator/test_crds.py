@@ -108,3 +108,9 @@ def test_the_chart_may_not_run_over_our_crds_local(cluster, kube):
     install(cluster, own_crds())
     with pytest.raises(UsageError, match="was installed by mo-chaos"):
         check_chart_can_own_crds(kube)
+
+
+def test_a_crd_mo_chaos_applied_without_the_label_is_ours_to_replace():
+    applied = {"metadata": {"name": "dnsets.core.matrixorigin.io",
+                            "managedFields": [{"manager": "mochaos"}]}}  # fmt: skip
+    assert decide(applied, OPERATOR) == "replace"

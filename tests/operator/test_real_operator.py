@@ -12,9 +12,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from mochaos.operator.source_target import ENV_SOURCE
 from mochaos.report.junit import read_junit
@@ -39,7 +41,11 @@ def run_seed(tmp_path: Path, *target: str) -> dict:
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.setdefault("GONOSUMDB", "github.com/matrixorigin")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    env["MOCHAOS_CLUSTER_NAME"] = "mochaos-real"
+    # One real-operator build per machine at a time (the operator's webhook port is fixed):
+    # under xdist the runs take turns.
+    with FileLock(str(Path(tempfile.gettempdir()) / "mochaos-real-operator.lock")):
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     output = proc.stdout + proc.stderr
     assert junit.exists(), output[-3000:]
     (case,) = read_junit(junit).values()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mochaos.errors import InfraError, UsageError
+from mochaos.errors import UsageError
 from mochaos.operator import webhooks
 from mochaos.operator.webhooks import ProcessHost, WebhookHost
 from mochaos.procs import cmdline, wait_gone
@@ -114,7 +114,7 @@ def test_a_taken_webhook_port_is_named_before_a_host_starts():
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        with pytest.raises(InfraError, match=f"port {port}, which the operator's webhook"):
+        with pytest.raises(UsageError, match=f"port {port} .the operator's webhook port. is in"):
             webhooks.check_port_free(port)
     webhooks.check_port_free(port)
 
