@@ -145,7 +145,9 @@ class ScriptedEngine:
             "lines, delay, runs = json.load(open(sys.argv[1]))\n"
             "time.sleep(delay)\n"
             "print('\\n'.join(lines), flush=True)\n"
-            "while runs and not os.path.exists(sys.argv[1] + '.stopped'):\n"
+            "end = time.monotonic() + 30  # a test that failed midway leaves nothing behind\n"
+            "while runs and not os.path.exists(sys.argv[1] + '.stopped') and "
+            "time.monotonic() < end:\n"
             "    time.sleep(0.02)\n"
         )
         return [sys.executable, "-c", script, str(self.dir / cid)]
@@ -221,11 +223,13 @@ def test_a_restart_is_a_new_container_and_waits_for_its_own_readiness(tmp_path, 
     engine = ScriptedEngine(tmp_path, [(READY, 0.0, None), (["again", *READY], 0.5, None)])
     op = _operator(engine, tmp_path)
     op.start()
-    op.restart()
-    lines = (tmp_path / "operator.log").read_text().splitlines()
-    assert lines.count(READY[0]) == 2 and "again" in lines  # waited for the new container
-    assert engine.calls == ["create", "start 00", "stop 00", "rm 00", "create", "start 01"]
-    op.stop()
+    try:
+        op.restart()
+        lines = (tmp_path / "operator.log").read_text().splitlines()
+        assert lines.count(READY[0]) == 2 and "again" in lines  # waited for the new container
+        assert engine.calls == ["create", "start 00", "stop 00", "rm 00", "create", "start 01"]
+    finally:
+        op.stop()
 
 
 def test_a_manager_that_refuses_its_flags_is_a_usage_error(tmp_path, state_dir):
