@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import build, doubles_host, events
+from mochaos.cluster import build, doubles_host, events, leases
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, registered
@@ -42,7 +42,7 @@ DEFAULT_NAME = "mochaos"
 NAME_ENV = "MOCHAOS_CLUSTER_NAME"
 PORT_ENV = "MOCHAOS_APISERVER_PORT"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-              "kwok-controller")  # fmt: skip
+              leases.KWOK_CONTROLLER)  # fmt: skip
 DEFAULT_NODES = 3
 NODE_PREFIX = "kwok-node"
 CREATE_TIMEOUT = 180.0
@@ -252,7 +252,10 @@ class LocalProvider:
 
     def start_component(self, saved: ProcessSpec, *, timeout: float = READY_TIMEOUT) -> int:
         """Start a component stopped by :meth:`stop_component` exactly as it ran (log appended,
-        pid file updated, supervised again); wait until the cluster answers. The new pid."""
+        pid file updated, supervised again); wait until the cluster answers. The new pid.
+        The leases its predecessor held are released first (:mod:`mochaos.cluster.leases`)."""
+        if saved.name in leases.HELD_BY:
+            leases.release(self.kubeconfig_path(), saved.name)
         proc = spawn(saved)
         write_pid(self.cluster_dir / "pids" / f"{saved.name}.pid", proc.pid)
         self.supervision.release(saved.name)

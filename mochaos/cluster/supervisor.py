@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tenacity import RetryCallState, wait_exponential
 
-from mochaos.cluster import events
+from mochaos.cluster import events, leases
 from mochaos.cluster.processes import (
     ProcessSpec,
     find,
@@ -189,6 +189,7 @@ class _Watch:
     exit: str = ""
     reason: str = ""
     delay: float = 0.0
+    waiting_since: float | None = None
 
 
 def _say(line: str) -> None:
@@ -263,6 +264,8 @@ class Supervisor:
         _say(f"{spec.name} (pid {pid}) {w.exit}; restart #{w.attempt} in {w.delay:.2f}s")
 
     def _restart(self, spec: ProcessSpec, w: _Watch, pid_file: Path, now: float) -> None:
+        if spec.name in leases.HELD_BY and not self._leases_released(spec, w, now):
+            return
         try:
             proc = spawn(spec)
         except OSError as err:
@@ -276,6 +279,23 @@ class Supervisor:
         w.started, w.due = now, None
         self._event(spec, w, "restarted", proc.pid)
         _say(f"{spec.name}: restarted as pid {proc.pid}")
+
+    def _leases_released(self, spec: ProcessSpec, w: _Watch, now: float) -> bool:
+        """Release the leases the dead process held (see :mod:`mochaos.cluster.leases`);
+        while the API does not answer, put the restart off by a second, for at most
+        RELEASE_WAIT seconds. True: start it now."""
+        try:
+            n = leases.release(self.sup.cluster_dir / "kubeconfig.yaml", spec.name)
+        except Exception as err:  # the apiserver restarting too, most likely
+            w.waiting_since = w.waiting_since if w.waiting_since is not None else now
+            if now - w.waiting_since < leases.RELEASE_WAIT:
+                w.due = now + 1.0
+                return False
+            _say(f"{spec.name}: leases not released ({type(err).__name__}); taken on expiry")
+        else:
+            _say(f"{spec.name}: released {n} lease(s) of its predecessor")
+        w.waiting_since = None
+        return True
 
     def _event(
         self, spec: ProcessSpec, w: _Watch, kind: str, new_pid: int | None, extra: str = ""

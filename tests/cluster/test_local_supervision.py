@@ -3,7 +3,9 @@
 One cluster for the module (a start costs seconds): a component killed with SIGKILL is
 restarted and recorded; a double is prepared, started, health-checked, shown by
 ``status`` and restarted; a supervisor killed while a component is down is started again
-by the next ``up()``, which then finds the cluster whole instead of recreating it.
+by the next ``up()``, which then finds the cluster whole instead of recreating it; a
+kwok-controller started again (alone, or with the whole cluster as after a machine
+restart) runs pods at once instead of waiting minutes for its predecessor's node leases.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 import pytest
 
 from mochaos.cluster import build, events
+from mochaos.cluster.leases import HELD_BY, KWOK_CONTROLLER
 from mochaos.cluster.local import COMPONENTS, LocalProvider
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import UsageError
+from mochaos.kube import api_client
 from mochaos.procs import cmdline
 
 pytestmark = pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
@@ -109,7 +113,25 @@ def test_the_double_is_prepared_started_and_healthy(provider):
     assert provider.is_healthy()
 
 
+def _leader_lease(p: LocalProvider, component: str) -> tuple[str, str] | None:
+    """(uid, holder) of the leader lease ``component`` holds; None while there is none."""
+    from kubernetes import client
+
+    namespace, name = HELD_BY[component]
+    with api_client(p.kubeconfig_path(), user_agent="mochaos/test") as api:
+        try:
+            lease = client.CoordinationV1Api(api).read_namespaced_lease(name, namespace)
+        except client.ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return lease.metadata.uid, lease.spec.holder_identity
+
+
 def test_a_component_killed_with_sigkill_is_restarted_and_recorded(provider):
+    uid, holder = wait_until(
+        lambda: _leader_lease(provider, "kube-scheduler"), timeout=30, what="a leader"
+    )
     pid = provider.running_pids()["kube-scheduler"]
     before = len(restarts(provider, "kube-scheduler"))
     killed_at = time.time()
@@ -120,6 +142,13 @@ def test_a_component_killed_with_sigkill_is_restarted_and_recorded(provider):
     assert event.old_pid == pid and event.event == "restarted"
     assert provider.running_pids()["kube-scheduler"] == event.new_pid
     print(f"restart latency kube-scheduler: {event.t - killed_at:.2f}s")
+    # Its predecessor's leader lease was released, not left to expire (15 s unscheduled).
+    new_uid, _ = wait_until(
+        lambda: (got := _leader_lease(provider, "kube-scheduler")) and got[1] != holder and got,
+        timeout=30,
+        what="a new leader",
+    )
+    assert new_uid != uid, "the restarted scheduler waited for its predecessor's lease"
     wait_until(provider.is_healthy, timeout=30, what="the cluster healthy again")
 
 
@@ -154,6 +183,71 @@ def test_a_supervisor_killed_midway_is_restarted_by_the_next_up(provider):
     (event,) = (e for e in restarts(provider, "kube-controller-manager") if e.old_pid == victim)
     assert provider.running_pids()["kube-controller-manager"] == event.new_pid
     assert provider.is_healthy()
+
+
+def _pod_runs(p: LocalProvider, name: str, *, timeout: float) -> float:
+    """Create a pod in default and return the seconds it took to be Running."""
+    from kubernetes import client
+
+    with api_client(p.kubeconfig_path(), user_agent="mochaos/test") as api:
+        core = client.CoreV1Api(api)
+        body = {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        wait_until(  # a young cluster's controller-manager may not have made it yet
+            lambda: core.list_namespaced_service_account("default").items,
+            timeout=30,
+            what="service account default/default",
+        )
+        start = time.monotonic()
+        core.create_namespaced_pod("default", body)
+        try:
+            wait_until(
+                lambda: core.read_namespaced_pod(name, "default").status.phase == "Running",
+                timeout=timeout,
+                what=f"pod {name} Running",
+            )
+            return time.monotonic() - start
+        finally:
+            core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+
+
+def _lease_holders(p: LocalProvider) -> set[str]:
+    from kubernetes import client
+
+    with api_client(p.kubeconfig_path(), user_agent="mochaos/test") as api:
+        namespace = HELD_BY[KWOK_CONTROLLER][0]
+        items = client.CoordinationV1Api(api).list_namespaced_lease(namespace).items
+        return {lease.spec.holder_identity for lease in items}
+
+
+def test_a_restarted_kwok_controller_runs_pods_at_once(provider):
+    # Its predecessor's node leases (200 s) would otherwise keep it idle for minutes
+    # while every node still reads Ready.
+    (before,) = _lease_holders(provider)
+    pid = provider.running_pids()[KWOK_CONTROLLER]
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: restarts(provider, KWOK_CONTROLLER), timeout=30, what="a restart")
+    took = _pod_runs(provider, "after-kwok-restart", timeout=30)
+    assert before not in _lease_holders(provider)
+    print(f"pod Running {took:.2f}s after kwok-controller's restart")
+
+
+def test_a_cluster_whose_processes_all_died_runs_pods_once_up_again(provider):
+    # What a machine restart leaves: every process gone, the supervisor too; the next up()
+    # recovers the cluster and kwok takes the nodes over although the API came back late.
+    (before,) = _lease_holders(provider)
+    supervisor = provider.supervision.pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    wait_until(lambda: provider.supervision.pid() is None, timeout=10, what="supervisor gone")
+    doubles = provider.cluster_dir / "doubles" / "fake" / "ready"
+    for pid in [*provider.running_pids().values(), int(doubles.read_text())]:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not provider.running_pids(), timeout=10, what="every process gone")
+    provider.up()
+    assert provider.is_healthy()
+    took = _pod_runs(provider, "after-machine-restart", timeout=30)
+    assert before not in _lease_holders(provider)
+    print(f"pod Running {took:.2f}s after the cluster came back")
 
 
 def test_a_double_may_not_take_a_components_name(tmp_path: Path):
