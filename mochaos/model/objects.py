@@ -8,32 +8,35 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any
 
-Obj = dict[str, Any]
+from mochaos.ctrl.objects import (
+    Obj,
+    annotations_of,
+    deleting,
+    labels_of,
+    meta,
+    name_of,
+    selector_matches,
+)
+
+# The shared helpers come from mochaos.ctrl.objects (one implementation).
+__all__ = [
+    "Obj",
+    "annotations_of",
+    "deleting",
+    "labels_of",
+    "merge_diff",
+    "meta",
+    "mutable_annotations",
+    "mutable_labels",
+    "name_of",
+    "rand_string",
+    "selector_matches",
+]
+
 
 # k8s.io/apimachinery/pkg/util/rand: lowercase consonants and digits without look-alikes.
 _RAND_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def meta(obj: Obj) -> Obj:
-    """The object's metadata (created empty when absent)."""
-    return obj.setdefault("metadata", {})
-
-
-def name_of(obj: Obj) -> str:
-    """metadata.name."""
-    return obj.get("metadata", {}).get("name", "")
-
-
-def labels_of(obj: Obj) -> dict[str, str]:
-    """metadata.labels, never None (read-only view when absent)."""
-    return obj.get("metadata", {}).get("labels") or {}
-
-
-def annotations_of(obj: Obj) -> dict[str, str]:
-    """metadata.annotations, never None (read-only view when absent)."""
-    return obj.get("metadata", {}).get("annotations") or {}
 
 
 def mutable_labels(obj: Obj) -> dict[str, str]:
@@ -52,35 +55,9 @@ def mutable_annotations(obj: Obj) -> dict[str, str]:
     return m["annotations"]
 
 
-def deleting(obj: Obj) -> bool:
-    """True when metadata.deletionTimestamp is set."""
-    return bool(obj.get("metadata", {}).get("deletionTimestamp"))
-
-
 def rand_string(n: int) -> str:
     """A random string like apimachinery's ``rand.String(n)``."""
     return "".join(random.choice(_RAND_ALPHABET) for _ in range(n))
-
-
-def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
-    """Whether a metav1.LabelSelector matches a label set."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def merge_diff(before: Obj, after: Obj) -> Obj:

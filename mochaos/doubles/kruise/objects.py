@@ -8,17 +8,43 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from mochaos.ctrl.objects import (
+    annotations_of,
+    deleting,
+    labels_of,
+    meta,
+    name_of,
+    selector_matches,
+)
 from mochaos.doubles.kruise.api import Obj, Resource
 
-
-def meta(obj: Obj) -> Obj:
-    """metadata (created empty when absent)."""
-    return obj.setdefault("metadata", {})
-
-
-def name_of(obj: Obj) -> str:
-    """metadata.name."""
-    return (obj.get("metadata") or {}).get("name", "")
+# The shared helpers come from mochaos.ctrl.objects (one implementation).
+__all__ = [
+    "annotations_of",
+    "available_in",
+    "condition",
+    "controller_of",
+    "controller_ref",
+    "deleting",
+    "finalizers_of",
+    "has_readiness_gate",
+    "int_or_percent",
+    "is_active",
+    "is_available",
+    "is_ready",
+    "is_running",
+    "labels_of",
+    "meta",
+    "name_of",
+    "namespace_of",
+    "now_rfc3339",
+    "owned_by",
+    "parse_time",
+    "ready_since",
+    "selector_matches",
+    "selector_string",
+    "uid_of",
+]
 
 
 def namespace_of(obj: Obj) -> str:
@@ -31,24 +57,9 @@ def uid_of(obj: Obj) -> str:
     return (obj.get("metadata") or {}).get("uid", "")
 
 
-def labels_of(obj: Obj) -> dict[str, str]:
-    """metadata.labels (empty when absent; do not write to it)."""
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
-def annotations_of(obj: Obj) -> dict[str, str]:
-    """metadata.annotations (empty when absent; do not write to it)."""
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
 def finalizers_of(obj: Obj) -> list[str]:
     """metadata.finalizers (empty when absent)."""
     return (obj.get("metadata") or {}).get("finalizers") or []
-
-
-def deleting(obj: Obj) -> bool:
-    """metadata.deletionTimestamp is set."""
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def controller_ref(owner: Obj, res: Resource) -> Obj:
@@ -75,28 +86,6 @@ def owned_by(obj: Obj, owner_uid: str) -> bool:
     """Whether ``obj``'s controller reference points at ``owner_uid``."""
     ref = controller_of(obj)
     return ref is not None and ref.get("uid") == owner_uid
-
-
-def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
-    """metav1.LabelSelector semantics: None matches nothing, {} matches everything, the
-    matchLabels and matchExpressions are ANDed."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def selector_string(selector: Obj | None) -> str:
