@@ -532,6 +532,8 @@ class ScenarioResult:
     agent_migration_retries: int = 0
     audit_counts: dict[str, float] = field(default_factory=dict)
     detection_latency: dict[str, float] = field(default_factory=dict)
+    monitor_cpu: float = 0.0
+    """CPU seconds the invariant monitor spent judging the run as it went (and settling)."""
     check_options: dict[str, float] = field(default_factory=dict)
     bugs: list[str] = field(default_factory=list)
     duration: float = 0.0

@@ -53,6 +53,8 @@ class Monitor:
     thread: threading.Thread | None = None
     invariants: invariants.Checker = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cpu: float = 0.0
+    """CPU seconds spent in :meth:`update` (its thread's and settle's)."""
     _cursor: int = 0
 
     def __post_init__(self) -> None:
@@ -70,6 +72,7 @@ class Monitor:
     def update(self) -> float:
         """Judge what was recorded since the last update; return the ``now`` judged at."""
         with self.lock:
+            cpu = time.thread_time()
             now = time.time()  # before reading: every change received by now is read
             entries, self._cursor = self.recorder.journal(self._cursor)
             failed = self.invariants.feed(entries) + self.invariants.poll(now)
@@ -79,6 +82,7 @@ class Monitor:
                         v.invariant, time.time(), v.violation.t
                     )
                     LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
+            self.cpu += time.thread_time() - cpu
             return now
 
     def activity(self, now: float) -> tuple[float, list[str]]:
@@ -181,6 +185,7 @@ class Checker:
             d.invariant: round(max(d.detected_at - d.violation_t, 0.0), 3)
             for d in self.monitor.detections.values()
         }
+        result.monitor_cpu = round(self.monitor.cpu, 4)
         result.message = failure_message(result, history, missed)
         return result
 
