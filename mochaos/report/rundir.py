@@ -49,12 +49,16 @@ def test_dir(run_dir: Path, nodeid: str) -> Path:
     """Create and return the folder of one test inside ``run_dir``.
 
     ``suites/test_race.py::test_scalein[upstream-draining]`` becomes
-    ``suites.test_race.test_scalein@upstream-draining``. Characters outside a
+    ``suites.test_race.test_scalein@upstream-draining``; a test file inside a
+    ``site-packages`` folder is named from there on. Characters outside a
     safe set become ``_``; when that loses information, or the name is too long,
     a short hash of the node id is appended so distinct tests never collide.
     """
     path, _, rest = nodeid.partition("::")
-    path = path.removesuffix(".py").replace("/", ".").replace("\\", ".")
+    # An installed package under the working folder (a venv in the checkout) is named
+    # as imported: ``.venv/lib/python3.11/site-packages/mochaos/suites`` → mochaos.suites.
+    path = path.replace("\\", "/").rpartition("site-packages/")[2]
+    path = path.removesuffix(".py").replace("/", ".")
     name = ".".join(p for p in [path, *rest.split("::")] if p) if rest else path
     if name.endswith("]") and "[" in name:
         base, _, params = name[:-1].partition("[")

@@ -51,6 +51,10 @@ def test_create_run_dir_rejects_bad_run_ids(tmp_path, bad):
             "suites/test_race.py::TestSweep::test_phase[1]",
             "suites.test_race.TestSweep.test_phase@1",
         ),
+        (
+            "mo-chaos/.venv/lib/python3.11/site-packages/mochaos/suites/test_s.py::test_a",
+            "mochaos.suites.test_s.test_a",
+        ),
     ],
 )
 def test_test_dir_names_are_readable(tmp_path, nodeid, expected):
