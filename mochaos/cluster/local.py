@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import build, doubles_host, events, leases
+from mochaos.cluster import attached, build, doubles_host, events, leases
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, registered
@@ -445,6 +445,7 @@ class LocalProvider:
     def _delete(self) -> None:
         # The supervisor first: it would restart what is being stopped.
         self.supervision.stop()
+        attached.stop_all(self.cluster_dir)
         doubles_host.stop_all(
             self.supervision, [s.name for s in self.supervision.table() if s.name not in COMPONENTS]
         )

@@ -155,7 +155,9 @@ class ManagerTarget:
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
         )
         self._cluster = cluster
-        self._host = webhooks.WebhookHost(state=_state(cluster) / "operator-webhooks", build=build)
+        self._host = webhooks.WebhookHost(
+            state=_state(cluster) / "operator-webhooks", build=build, attach_to=_state(cluster)
+        )
         self._host.acquire(lambda: self._start_webhook_host(cluster))
 
     def _start_webhook_host(self, cluster: Cluster) -> webhooks.HostHandle:

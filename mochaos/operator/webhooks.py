@@ -36,10 +36,13 @@ from filelock import FileLock
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.cluster import attached
+from mochaos.cluster.attached import Attached
 from mochaos.errors import InfraError, UsageError
 from mochaos.kube import api_client
 from mochaos.procs import cmdline, wait_gone
 from mochaos.progress import announce
+from mochaos.tooling.docker_cli import ENGINE_ENV
 from mochaos.types import RUN_ID_LABEL, Cluster
 
 PORT = 9443
@@ -213,6 +216,23 @@ class ProcessHost:
         return {"kind": "process", "pid": self.pid, "argv": self.argv}
 
 
+HOST_NAME = "operator-webhook-host"
+"""The webhook host's name among the things attached to its cluster."""
+
+
+def attachment(record: dict[str, Any]) -> Attached:
+    """How ``cluster down`` stops the host ``record`` describes, should it outlive its
+    users (see :mod:`mochaos.cluster.attached`)."""
+    if record.get("kind") == "container":
+        engine = record.get("engine")
+        return Attached(
+            HOST_NAME,
+            stop=["docker", "rm", "--force", str(record["id"])],
+            env={ENGINE_ENV: engine} if engine else None,
+        )
+    return Attached(HOST_NAME, pid=int(record["pid"]), argv=list(record["argv"]))
+
+
 def host_handle(record: dict[str, Any]) -> HostHandle:
     """The handle ``host.json`` describes (a record without ``kind`` is a process)."""
     if record.get("kind") == "container":
@@ -230,6 +250,9 @@ class WebhookHost:
     """Folder of this cluster's host: lock, host.json, users/, certs/, log."""
     build: str
     """Identifies the operator build (binary digest, or image id)."""
+    attach_to: Path | None = None
+    """The cluster's folder: a started host is attached to it, so that ``cluster down``
+    stops a host its users left running (killed midway)."""
 
     def _lock(self) -> FileLock:
         self.state.mkdir(parents=True, exist_ok=True)
@@ -273,6 +296,8 @@ class WebhookHost:
             if found is None:
                 host = {**start().record(), "build": self.build}
                 (self.state / "host.json").write_text(json.dumps(host))
+                if self.attach_to is not None:
+                    attached.attach(self.attach_to, attachment(host))
             else:
                 host = found[0]
             (self.state / "users" / str(os.getpid())).touch()
@@ -288,6 +313,8 @@ class WebhookHost:
             if found is not None:
                 found[1].stop()
             (self.state / "host.json").unlink(missing_ok=True)
+            if self.attach_to is not None:
+                attached.detach(self.attach_to, HOST_NAME)
             cleanup()
 
 

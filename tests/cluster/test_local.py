@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -10,7 +12,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.cluster import build
+from mochaos.cluster import attached, build
+from mochaos.cluster.attached import Attached
 from mochaos.cluster.local import LocalProvider, is_our_process
 from mochaos.observe.watching import KindWatcher, RawEvent
 
@@ -207,6 +210,7 @@ def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
 @pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
 def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
     provider = LocalProvider(name=f"mc-life-{uuid.uuid4().hex[:4]}")
+    left = None
     try:
         first = provider.up()
         pids = provider.running_pids()
@@ -214,8 +218,18 @@ def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
         again = provider.up()
         assert again == first
         assert provider.running_pids() == pids, "a healthy cluster must be reused, not restarted"
+        # What a pytest process killed midway leaves running for the cluster (a webhook host).
+        argv = [sys.executable, "-c", "import time; time.sleep(120)"]
+        left = subprocess.Popen(argv, start_new_session=True)
+        attached.attach(provider.cluster_dir, Attached("left", pid=left.pid, argv=argv))
     finally:
         provider.down()
+    assert left is not None
+    try:
+        left.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        left.kill()
+        raise AssertionError("down() left the attached process running") from None
     assert provider.running_pids() == {}
     for component, pid in pids.items():
         assert not is_our_process(pid, component), f"{component} (pid {pid}) still running"

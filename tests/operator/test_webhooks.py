@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from mochaos.cluster import attached
 from mochaos.errors import UsageError
 from mochaos.operator import webhooks
 from mochaos.operator.webhooks import ProcessHost, WebhookHost
@@ -88,6 +89,23 @@ def test_the_last_user_stops_the_host_and_cleans_up(tmp_path, hosts):
     host.release(lambda: cleaned.append(True))
     assert hosts["c1"].stops == ["c1"] and cleaned == [True]
     assert not (tmp_path / "host.json").exists()
+
+
+def test_a_started_host_is_attached_to_its_cluster_until_the_last_user_leaves(tmp_path, hosts):
+    cluster_dir = tmp_path / "cluster"
+    host = WebhookHost(tmp_path / "webhooks", build="image-a", attach_to=cluster_dir)
+    host.acquire(_starter(hosts, "c1"))
+    (item,) = attached.attached(cluster_dir)
+    assert item.name == webhooks.HOST_NAME and item.stop == ["docker", "rm", "--force", "c1"]
+    host.release(lambda: None)
+    assert attached.attached(cluster_dir) == []
+
+
+def test_a_process_host_is_attached_by_pid_and_command_line():
+    item = webhooks.attachment({"kind": "process", "pid": 42, "argv": ["operator", "-x"]})
+    assert (item.pid, item.argv, item.stop) == (42, ["operator", "-x"], None)
+    item = webhooks.attachment({"kind": "container", "id": "c9", "engine": "tcp://h:2375"})
+    assert item.env == {"DOCKER_HOST": "tcp://h:2375"}
 
 
 def test_a_dead_host_is_started_again(tmp_path, hosts):
