@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,4 +26,23 @@ def wait_gone(still_there: Callable[[], bool], seconds: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
+    return True
+
+
+def stop_group(pid: int, argv: list[str], grace: float) -> bool:
+    """SIGTERM the process group led by ``pid``, SIGKILL after ``grace`` seconds, only while
+    ``pid`` runs ``argv`` (pids are reused). True when it was running and was signalled."""
+
+    def runs() -> bool:
+        return cmdline(pid) == argv
+
+    if not runs():
+        return False
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    if not wait_gone(runs, grace):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
     return True

@@ -14,15 +14,13 @@ it (e.g. ``docker rm --force <id>``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mochaos.procs import cmdline, wait_gone
+from mochaos.procs import stop_group
 from mochaos.progress import announce
 
 FOLDER = "attached"
@@ -75,21 +73,7 @@ def attached(cluster_dir: Path) -> list[Attached]:
 def stop(item: Attached, *, grace: float = STOP_GRACE) -> bool:
     """Stop one attached thing; True when something was running and was told to stop."""
     if item.pid is not None and item.argv is not None:
-        pid, argv = item.pid, item.argv
-
-        def runs() -> bool:
-            return cmdline(pid) == argv
-
-        if not runs():
-            return False
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return False
-        if not wait_gone(runs, grace):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        return True
+        return stop_group(item.pid, item.argv, grace)
     if item.stop:
         try:
             subprocess.run(

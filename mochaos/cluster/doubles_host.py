@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mochaos.cluster.processes import ProcessSpec, read_pid, runs, spawn, write_pid
-from mochaos.cluster.supervisor import Supervision
+from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, state_dir
 from mochaos.errors import InfraError, UsageError
 from mochaos.procs import wait_gone
@@ -46,7 +46,7 @@ def context(double: DoubleSpec, *, cluster_name: str, cluster_dir: Path) -> Doub
     """The double's context on this cluster (folders not created yet)."""
     return DoubleContext(
         cluster_name=cluster_name,
-        kubeconfig=cluster_dir / "kubeconfig.yaml",
+        kubeconfig=cluster_dir / KUBECONFIG_FILE,
         state_dir=state_dir(cluster_dir, double.name),
         log_path=cluster_dir / "logs" / f"{double.name}.log",
     )

@@ -65,3 +65,12 @@ def release(kubeconfig: Path, component: str, *, timeout: float = 3.0) -> int:
                 if err.status != 404:
                     raise
         return released
+
+
+def try_release(kubeconfig: Path, component: str) -> int | None:
+    """:func:`release`, or None when the apiserver does not answer (the component then
+    takes its leases over when they expire)."""
+    try:
+        return release(kubeconfig, component)
+    except Exception:  # unreachable or restarting apiserver: nothing to release now
+        return None

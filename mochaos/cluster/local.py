@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from mochaos.cluster import attached, build, doubles_host, events, leases
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
-from mochaos.cluster.supervisor import Supervision
+from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, registered
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
@@ -128,7 +128,7 @@ class LocalProvider:
 
     def kubeconfig_path(self) -> Path:
         """The cluster's kubeconfig (exists once the cluster was created)."""
-        return self.cluster_dir / "kubeconfig.yaml"
+        return self.cluster_dir / KUBECONFIG_FILE
 
     def audit_log(self) -> Path | None:
         """The apiserver audit log (JSON lines of audit.k8s.io/v1 Events)."""
@@ -255,7 +255,7 @@ class LocalProvider:
         pid file updated, supervised again); wait until the cluster answers. The new pid.
         The leases its predecessor held are released first (:mod:`mochaos.cluster.leases`)."""
         if saved.name in leases.HELD_BY:
-            leases.release(self.kubeconfig_path(), saved.name)
+            leases.try_release(self.kubeconfig_path(), saved.name)
         proc = spawn(saved)
         write_pid(self.cluster_dir / "pids" / f"{saved.name}.pid", proc.pid)
         self.supervision.release(saved.name)

@@ -53,6 +53,8 @@ POLL = 0.2
 """How often every process is checked (seconds)."""
 
 MODULE = "mochaos.cluster.supervisor"
+KUBECONFIG_FILE = "kubeconfig.yaml"
+"""Where kwokctl writes a cluster's kubeconfig, in the cluster's folder."""
 
 
 def backoff(attempt: int) -> float:
@@ -284,14 +286,13 @@ class Supervisor:
         """Release the leases the dead process held (see :mod:`mochaos.cluster.leases`);
         while the API does not answer, put the restart off by a second, for at most
         RELEASE_WAIT seconds. True: start it now."""
-        try:
-            n = leases.release(self.sup.cluster_dir / "kubeconfig.yaml", spec.name)
-        except Exception as err:  # the apiserver restarting too, most likely
+        n = leases.try_release(self.sup.cluster_dir / KUBECONFIG_FILE, spec.name)
+        if n is None:
             w.waiting_since = w.waiting_since if w.waiting_since is not None else now
             if now - w.waiting_since < leases.RELEASE_WAIT:
                 w.due = now + 1.0
                 return False
-            _say(f"{spec.name}: leases not released ({type(err).__name__}); taken on expiry")
+            _say(f"{spec.name}: leases not released (API not answering); taken on expiry")
         else:
             _say(f"{spec.name}: released {n} lease(s) of its predecessor")
         w.waiting_since = None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import ssl
 import subprocess
 import time
@@ -40,7 +39,7 @@ from mochaos.cluster import attached
 from mochaos.cluster.attached import Attached
 from mochaos.errors import InfraError, UsageError
 from mochaos.kube import api_client
-from mochaos.procs import cmdline, wait_gone
+from mochaos.procs import cmdline, stop_group
 from mochaos.progress import announce
 from mochaos.tooling.docker_cli import ENGINE_ENV
 from mochaos.types import RUN_ID_LABEL, Cluster
@@ -203,13 +202,8 @@ class ProcessHost:
         return cmdline(self.pid) == self.argv
 
     def stop(self) -> None:
-        """SIGTERM to its process group, SIGKILL after 10 s."""
-        try:
-            os.killpg(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        if not wait_gone(self.alive, 10.0):
-            os.killpg(self.pid, signal.SIGKILL)
+        """SIGTERM to its process group, SIGKILL after 10 s (while the pid is still ours)."""
+        stop_group(self.pid, self.argv, 10.0)
 
     def record(self) -> dict[str, Any]:
         """``kind: process``, pid and argv."""

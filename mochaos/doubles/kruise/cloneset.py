@@ -329,28 +329,13 @@ class CloneSetSync:
             return True
         pre_delete_names = {name_of(pod) for pod in in_pre_delete}
         to_delete = [pod for pod in specified if name_of(pod) not in pre_delete_names]
-        if to_delete:
-            can_delete = []
-            for pod in to_delete:
-                if not _is_pod_ready(self.p, pod):
-                    can_delete.append(pod)
-                elif diffs.delete_ready_limit > 0:
-                    can_delete.append(pod)
-                    diffs.delete_ready_limit -= 1
-            if self._delete_pods(can_delete, pvcs):
-                return True
+        if to_delete and self._delete_pods(self._within_ready_limit(to_delete, diffs), pvcs):
+            return True
         if diffs.scale_down > 0:
             if num_to_delete > 0:
                 return False
             chosen = self._choose_pods_to_delete(pods, diffs.scale_down, diffs.scale_down_old)
-            deletable = []
-            for pod in chosen:
-                if not _is_pod_ready(self.p, pod):
-                    deletable.append(pod)
-                elif diffs.delete_ready_limit > 0:
-                    deletable.append(pod)
-                    diffs.delete_ready_limit -= 1
-            return self._delete_pods(deletable, pvcs)
+            return self._delete_pods(self._within_ready_limit(chosen, diffs), pvcs)
         return False
 
     def _manage_preparing_delete(
@@ -428,6 +413,18 @@ class CloneSetSync:
             created += 1
             self._event(NORMAL, "SuccessfulCreate", f"succeed to create pod {name_of(pod)}")
         return created > 0
+
+    def _within_ready_limit(self, pods: list[Obj], diffs: Diffs) -> list[Obj]:
+        """The pods that may go now: every unready one, ready ones while
+        ``diffs.delete_ready_limit`` lasts (spent here, as kruise's scale-in does)."""
+        allowed = []
+        for pod in pods:
+            if not _is_pod_ready(self.p, pod):
+                allowed.append(pod)
+            elif diffs.delete_ready_limit > 0:
+                allowed.append(pod)
+                diffs.delete_ready_limit -= 1
+        return allowed
 
     def _delete_pods(self, pods: list[Obj], pvcs: list[Obj]) -> bool:
         """deletePods: a pod hooked by preDelete goes to PreparingDelete and waits; any

@@ -34,13 +34,8 @@ def set_pod_condition(pod: Obj, cond: Obj) -> None:
     conditions.append(cond)
 
 
-def set_pod_ready_condition(pod: Obj) -> None:
-    """util.SetPodReadyCondition: Ready follows ContainersReady and every readiness gate."""
-    if condition(pod, "Ready") is None:
-        return
-    containers = condition(pod, "ContainersReady")
-    if containers is None or containers.get("status") != "True":
-        return
+def _unready_gates(pod: Obj) -> list[str]:
+    """Why each readiness gate of the pod is not True (the kubelet's messages)."""
     unready = []
     for gate in (pod.get("spec") or {}).get("readinessGates") or []:
         ctype = gate.get("conditionType")
@@ -53,6 +48,17 @@ def set_pod_ready_condition(pod: Obj) -> None:
             unready.append(
                 f'the status of pod readiness gate "{ctype}" is not "True", but {cond["status"]}'
             )
+    return unready
+
+
+def set_pod_ready_condition(pod: Obj) -> None:
+    """util.SetPodReadyCondition: Ready follows ContainersReady and every readiness gate."""
+    if condition(pod, "Ready") is None:
+        return
+    containers = condition(pod, "ContainersReady")
+    if containers is None or containers.get("status") != "True":
+        return
+    unready = _unready_gates(pod)
     ready: Obj = {"type": "Ready", "status": "True", "lastTransitionTime": now_rfc3339()}
     if unready:
         ready = {
@@ -168,18 +174,7 @@ def kubelet_ready(pod: Obj) -> tuple[str, str, str] | None:
         return None
     if containers.get("status") != "True":
         return "False", "ContainersNotReady", ""
-    unready = []
-    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
-        ctype = gate.get("conditionType")
-        cond = condition(pod, ctype)
-        if cond is None:
-            unready.append(
-                f"corresponding condition of pod readiness gate {ctype!r} does not exist."
-            )
-        elif cond.get("status") != "True":
-            unready.append(
-                f'the status of pod readiness gate "{ctype}" is not "True", but {cond["status"]}'
-            )
+    unready = _unready_gates(pod)
     if unready:
         return "False", "ReadinessGatesNotReady", ", ".join(unready)
     return "True", "", ""

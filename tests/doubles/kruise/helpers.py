@@ -6,14 +6,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos.observe.watching import KindWatcher
-
-T = TypeVar("T")
 
 GROUP = "apps.kruise.io"
 CS = (GROUP, "v1alpha1", "clonesets")
@@ -24,18 +22,6 @@ COST = "controller.kubernetes.io/pod-deletion-cost"
 GC_TIMEOUT = 60.0
 """The garbage collector learns a newly installed CRD's kind at its next discovery refresh
 (every 30 s), so on a fresh cluster collection through a kruise owner can lag that long."""
-
-
-def wait_for(fn: Callable[[], T], *, what: str, timeout: float = 20.0) -> T:
-    """Poll ``fn`` until it returns something truthy; fail naming the last value seen."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout}s (last: {last!r})")
 
 
 def holds(fn: Callable[[], bool], *, seconds: float) -> bool:

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from ..waiting import wait_for
 from .helpers import (
     COST,
     CS,
@@ -19,7 +20,6 @@ from .helpers import (
     names,
     pods_of,
     running,
-    wait_for,
 )
 
 pytestmark = pytest.mark.usefixtures("kruise_double", "released_pods")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ..waiting import wait_for
 from .helpers import (
     DRAINING,
     GC_TIMEOUT,
@@ -18,7 +19,6 @@ from .helpers import (
     pods_of,
     running,
     statefulset,
-    wait_for,
 )
 
 pytestmark = pytest.mark.usefixtures("kruise_double", "released_pods")

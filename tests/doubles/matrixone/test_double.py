@@ -5,9 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client
@@ -16,8 +13,9 @@ from mochaos.cluster import build
 from mochaos.doubles.matrixone import SPEC, files
 from mochaos.errors import UsageError
 
+from ..waiting import wait_for
+
 GROUP, VERSION = "core.matrixorigin.io", "v1alpha1"
-T = TypeVar("T")
 
 
 def cn_uuid(pod: str, subdomain: str, namespace: str) -> str:
@@ -26,17 +24,6 @@ def cn_uuid(pod: str, subdomain: str, namespace: str) -> str:
     words = [digest[i + 1] + digest[i] for i in range(0, 16, 2)]  # little-endian byte pairs
     words = ["".join(f"{ord(c):02x}" for c in w) for w in words]
     return f"{words[0]}{words[1]}-{words[2]}-{words[3]}-{words[4]}-{words[5]}{words[6]}{words[7]}"
-
-
-def wait_for(fn: Callable[[], T | None], *, timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout}s (last: {last!r})")
 
 
 def create(kube, namespace: str, plural: str, kind: str, name: str, body: dict) -> None:
