@@ -16,7 +16,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mochaos.cluster.processes import ProcessSpec, read_pid, runs, spawn, write_pid
+from mochaos.cluster import events
+from mochaos.cluster.processes import (
+    ProcessSpec,
+    last_line,
+    read_pid,
+    runs,
+    spawn,
+    write_pid,
+)
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, state_dir
 from mochaos.errors import InfraError, UsageError
@@ -84,18 +92,39 @@ def start(double: DoubleSpec, ctx: DoubleContext, supervision: Supervision) -> i
 
 
 def wait_healthy(
-    doubles: Sequence[DoubleSpec], contexts: dict[str, DoubleContext], *, timeout: float
+    doubles: Sequence[DoubleSpec],
+    contexts: dict[str, DoubleContext],
+    supervision: Supervision,
+    *,
+    timeout: float,
 ) -> None:
-    """Wait until every double's health check passes; InfraError naming the last problem."""
+    """Wait until every double's health check passes; InfraError naming the last problem,
+    with the supervisor's last failure to start it or else the last line of its log."""
+    since = time.time()
     deadline = time.monotonic() + timeout
     for double in doubles:
         while (problem := health(double, contexts[double.name])) is not None:
             if time.monotonic() >= deadline:
+                log = contexts[double.name].log_path
                 raise InfraError(
-                    f"double {double.name} not healthy after {timeout:.0f}s: {problem}",
-                    hint=f"see {contexts[double.name].log_path}",
+                    f"double {double.name} not healthy after {timeout:.0f}s: {problem}"
+                    + _why(double.name, log, supervision, since),
+                    hint=f"see {log}",
                 )
             time.sleep(0.2)
+
+
+def _why(name: str, log: Path, supervision: Supervision, since: float) -> str:
+    """What the supervisor or the double's log last said, as a clause for the error."""
+    failed = [
+        e
+        for e in events.read(supervision.events_file)
+        if e.component == name and e.event == "restart-failed" and e.t >= since
+    ]
+    if failed:
+        return f"; the supervisor cannot start it: {failed[-1].exit}"
+    said = last_line(log)
+    return f"; its log ends: {said}" if said else ""
 
 
 def running(double: DoubleSpec, supervision: Supervision) -> int | None:
@@ -107,13 +136,42 @@ def running(double: DoubleSpec, supervision: Supervision) -> int | None:
 
 def stop_all(supervision: Supervision, names: Sequence[str], *, grace: float = 5.0) -> None:
     """Stop the named doubles (SIGTERM, then SIGKILL; by pid, command line checked)."""
-    specs = {s.name: s for s in supervision.table()}
-    for name in names:
-        spec = specs.get(name)
-        pid = read_pid(supervision.process_pid_file(name))
-        if spec is None or pid is None or not runs(pid, spec):
+    stop_specs(supervision, [s for s in supervision.table() if s.name in names], grace=grace)
+
+
+def stop_specs(
+    supervision: Supervision, specs: Sequence[ProcessSpec], *, grace: float = 5.0
+) -> None:
+    """Stop the doubles that run as ``specs`` (SIGTERM, then SIGKILL; by pid, command line
+    checked); one that does not run is skipped."""
+    for spec in specs:
+        pid = read_pid(supervision.process_pid_file(spec.name))
+        if pid is None or not runs(pid, spec):
             continue
         os.kill(pid, signal.SIGTERM)
         if not wait_gone(lambda pid=pid, spec=spec: runs(pid, spec), grace):
             os.kill(pid, signal.SIGKILL)
             wait_gone(lambda pid=pid, spec=spec: runs(pid, spec), grace)
+
+
+def stale(
+    doubles: Sequence[DoubleSpec],
+    contexts: dict[str, DoubleContext],
+    supervision: Supervision,
+    *,
+    restarting: bool,
+) -> list[ProcessSpec]:
+    """The table's entries of ``doubles`` that must be started afresh: each runs another
+    command than this mo-chaos would start (the package, its interpreter or a double's
+    binary changed since), and, unless the supervisor is ``restarting`` them, each that
+    does not run (its entry holds the environment of a run that is gone)."""
+    registered = {d.name: d for d in doubles}
+    out = []
+    for spec in supervision.table():
+        double = registered.get(spec.name)
+        if double is None:
+            continue
+        changed = spec.argv != list(double.command(contexts[spec.name]))
+        if changed or (not restarting and running(double, supervision) is None):
+            out.append(spec)
+    return out

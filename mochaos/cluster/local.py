@@ -150,7 +150,9 @@ class LocalProvider:
         """Start the cluster or reuse an existing one; build binaries on first use.
 
         An existing cluster gets its supervisor back if it died, which restarts whatever
-        exited meanwhile; only a cluster that does not recover is recreated.
+        exited meanwhile; a double that does not run, or runs another command than this
+        mo-chaos would start, is started afresh once the control plane answers; only a
+        cluster that does not recover is recreated.
         """
         with self._lock():
             if not build.all_built():
@@ -180,6 +182,7 @@ class LocalProvider:
             if missing:
                 return f"not running: {', '.join(sorted(missing))}"
             self._supervise_components()
+        self._refresh_doubles()
         pid, started = self.supervision.ensure_running()
         if started:
             _say(f"cluster {self.cluster_name}: supervisor was not running; started (pid {pid})")
@@ -198,6 +201,27 @@ class LocalProvider:
         self.supervision.set_table([*specs, *doubles])
         self.supervision.ensure_running()
 
+    def _refresh_doubles(self) -> None:
+        """Take the stale doubles (:func:`doubles_host.stale`) out of the supervisor's table,
+        stopping those that run, so that ``_start_doubles`` starts them afresh once the
+        control plane answers: a double restarted from a gone run's entry would start
+        before the apiserver, or run code this mo-chaos no longer has."""
+        contexts = {d.name: self._double_context(d) for d in self.doubles}
+        restarting = self.supervision.pid() is not None
+        old = doubles_host.stale(self.doubles, contexts, self.supervision, restarting=restarting)
+        if not old:
+            return
+        names = {s.name for s in old}
+        for name in names:
+            self.supervision.hold(name)
+        try:
+            self.supervision.set_table([s for s in self.supervision.table() if s.name not in names])
+            doubles_host.stop_specs(self.supervision, old)
+        finally:
+            for name in names:
+                self.supervision.release(name)
+        _say(f"cluster {self.cluster_name}: doubles to start afresh: {', '.join(sorted(names))}")
+
     def _start_doubles(self, *, only_missing: bool = False) -> None:
         """Start the registered doubles (those not running, with ``only_missing``) and wait
         until every one is healthy."""
@@ -208,7 +232,9 @@ class LocalProvider:
             if only_missing and any(s.name == double.name for s in self.supervision.table()):
                 continue  # in the table but down: the supervisor is restarting it
             doubles_host.start(double, contexts[double.name], self.supervision)
-        doubles_host.wait_healthy(self.doubles, contexts, timeout=doubles_host.READY_TIMEOUT)
+        doubles_host.wait_healthy(
+            self.doubles, contexts, self.supervision, timeout=doubles_host.READY_TIMEOUT
+        )
 
     def _double_context(self, double: DoubleSpec) -> DoubleContext:
         return doubles_host.context(

@@ -275,6 +275,7 @@ class Supervisor:
             w.attempt += 1
             w.delay = backoff(w.attempt)
             w.due = now + w.delay
+            _say(f"{spec.name}: could not start ({err}); attempt #{w.attempt} in {w.delay:.2f}s")
             return
         write_pid(pid_file, proc.pid)
         self._children[proc.pid] = proc

@@ -2,7 +2,9 @@
 
 One cluster for the module (a start costs seconds): a component killed with SIGKILL is
 restarted and recorded; a double is prepared, started, health-checked, shown by
-``status`` and restarted; a supervisor killed while a component is down is started again
+``status`` and restarted; a double whose recorded command is gone (the venv of an earlier
+run) or outdated (an upgrade) is started afresh by ``up()``; a supervisor killed while a
+component is down is started again
 by the next ``up()``, which then finds the cluster whole instead of recreating it; a
 kwok-controller started again (alone, or with the whole cluster as after a machine
 restart) runs pods at once instead of waiting minutes for its predecessor's node leases.
@@ -16,6 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ import pytest
 from mochaos.cluster import build, events
 from mochaos.cluster.leases import HELD_BY, KWOK_CONTROLLER
 from mochaos.cluster.local import COMPONENTS, LocalProvider
+from mochaos.cluster.processes import ProcessSpec, spawn, write_pid
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import UsageError
 from mochaos.kube import api_client
@@ -160,6 +164,63 @@ def test_a_double_that_exits_is_restarted_like_a_component(provider):
     assert event.old_pid == pid
     wait_until(lambda: ready.read_text() == str(event.new_pid), timeout=10, what="new pid")
     wait_until(provider.is_healthy, timeout=30, what="the cluster healthy again")
+
+
+def _fake_pid(p: LocalProvider) -> int:
+    return int((p.cluster_dir / "doubles" / "fake" / "ready").read_text())
+
+
+def _kill_supervisor(p: LocalProvider) -> None:
+    supervisor = p.supervision.pid()
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    wait_until(lambda: p.supervision.pid() is None, timeout=10, what="supervisor gone")
+
+
+def test_a_double_recorded_by_a_gone_run_is_started_afresh(provider):
+    # CI's case: the previous run's venv (the double's interpreter) is gone with the machine
+    # that ran it; the supervisor cannot start the recorded command. up() starts the double
+    # again as this mo-chaos would, instead of waiting for it and failing.
+    _kill_supervisor(provider)
+    old = _fake_pid(provider)
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: not cmdline(old), timeout=10, what="the double gone")
+    table = provider.supervision.table()
+    gone = [
+        replace(s, argv=["/nonexistent/gone-venv/bin/python3", *s.argv[1:]])
+        if s.name == "fake"
+        else s
+        for s in table
+    ]
+    provider.supervision.set_table(gone)
+    provider.up()
+    assert provider.is_healthy()
+    (spec,) = (s for s in provider.supervision.table() if s.name == "fake")
+    assert spec.argv == _fake_command(provider._double_context(FAKE_DOUBLE))
+    assert cmdline(_fake_pid(provider)) == spec.argv
+
+
+def test_a_double_running_another_command_is_replaced_by_up(provider):
+    # After an upgrade (another interpreter, another double binary) the running double is
+    # not what this mo-chaos would start: up() stops it and starts the current one.
+    ctx = provider._double_context(FAKE_DOUBLE)
+    older = ProcessSpec(
+        name="fake", argv=[*_fake_command(ctx), "older"], env=dict(os.environ),
+        cwd=str(ctx.state_dir), log=str(ctx.log_path),
+    )  # fmt: skip
+    provider.supervision.hold("fake")
+    try:
+        os.kill(_fake_pid(provider), signal.SIGKILL)
+        proc = spawn(older)
+        write_pid(provider.supervision.process_pid_file("fake"), proc.pid)
+        provider.supervision.add(older)
+        wait_until(lambda: _fake_pid(provider) == proc.pid, timeout=10, what="older running")
+    finally:
+        provider.supervision.release("fake")
+    provider.up()
+    assert provider.is_healthy()
+    assert proc.wait(timeout=10) is not None, "the older double still runs"
+    assert cmdline(_fake_pid(provider)) == _fake_command(ctx)
 
 
 def test_a_supervisor_killed_midway_is_restarted_by_the_next_up(provider):

@@ -4,10 +4,12 @@ and B2 (scale-in during a migration) on a real cluster.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from mochaos.model.claimset import ClaimSetActor, scale_in_order, split_claims
-from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS
+from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, Obj
 from mochaos.model.profiles import get_profile
 from mochaos.model.timing import Timing, parse_time
 
@@ -204,15 +206,7 @@ def test_b2_scale_in_during_a_migration(profile: str, run_model, scene) -> None:
         for c in members
     )
     # the pool refills its idle pods after the binds: a refill is the newest pod
-    target = scene.wait(
-        "an idle pod newer than both bound pods",
-        lambda: [
-            p
-            for p in scene.idle_pods()
-            if parse_time(p["metadata"]["creationTimestamp"]) >= newest_bound + 1
-        ],
-        op_seconds=60,
-    )[0]
+    target = _idle_pod_created_after(scene, newest_bound)
     migrating, other = names
     scene.migrate(migrating, target)
     scene.wait(
@@ -233,3 +227,28 @@ def test_b2_scale_in_during_a_migration(profile: str, run_model, scene) -> None:
         assert model.lines("sort claims to scale-in", name="cs")
     else:
         assert model.lines("skip migrating claims from scale-in", name="cs")[0]["count"] == 1
+
+
+def _idle_pod_created_after(scene, newest_bound: float) -> Obj:
+    """An idle pod whose creationTimestamp is a second past ``newest_bound`` (timestamps
+    have one-second resolution: upstream's newest-first sort must tell it apart). On a
+    fast run the pool's refill lands in the bound pods' own second: once the clock has left
+    that second, the idle pods of it are deleted and the pool creates later ones."""
+
+    def newer() -> list[Obj]:
+        return [
+            p
+            for p in scene.idle_pods()
+            if parse_time(p["metadata"]["creationTimestamp"]) >= newest_bound + 1
+        ]
+
+    scene.idle_count(1)
+    if not newer():
+        scene.wait(
+            "the clock past the bound pods' second",
+            lambda: time.time() >= newest_bound + 1,
+            op_seconds=0,
+        )
+        for pod in scene.idle_pods():
+            scene.delete(PODS, pod["metadata"]["name"])
+    return scene.wait("an idle pod newer than both bound pods", newer, op_seconds=60)[0]
