@@ -10,9 +10,27 @@ CRDs unless someone else's are installed.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import sys
+from pathlib import Path
 
 from mochaos.doubles import DoubleContext, DoubleSpec
+
+
+def code_digest(root: Path) -> str:
+    """A short digest of the double's code (its ``.py`` and CRD files under ``root``): it
+    rides on the command line so that a cluster kept across an upgrade, or a ``git pull``
+    in an editable install, tells its running double apart from the current code."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@functools.cache
+def _own_digest() -> str:
+    return code_digest(Path(__file__).parent)
 
 
 def command(ctx: DoubleContext) -> list[str]:
@@ -25,6 +43,8 @@ def command(ctx: DoubleContext) -> list[str]:
         str(ctx.kubeconfig),
         "--state-dir",
         str(ctx.state_dir),
+        "--code",
+        _own_digest(),
     ]
 
 

@@ -33,6 +33,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--no-install-crds", action="store_true", help="do not install our CRDs at start"
     )
+    p.add_argument(
+        "--code",
+        metavar="DIGEST",
+        help="digest of the double's code, set by mo-chaos (unused: it tells an outdated "
+        "double apart on the command line)",
+    )
     return p.parse_args(argv)
 
 

@@ -11,8 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.doubles import DoubleContext
-from mochaos.doubles.kruise import SPEC, crds, inplace, lifecycle, naming, readiness, volumes
+from mochaos.doubles import DoubleContext, kruise
+from mochaos.doubles.kruise import (
+    SPEC,
+    code_digest,
+    crds,
+    inplace,
+    lifecycle,
+    naming,
+    readiness,
+    volumes,
+)
 from mochaos.doubles.kruise.api import NotFound
 from mochaos.doubles.kruise.cloneset import Diffs, partition_replicas
 from mochaos.doubles.kruise.heartbeat import STALE_AFTER, beat, check
@@ -305,6 +314,23 @@ def test_spec_runs_the_module_with_the_context(tmp_path: Path):
     assert argv[argv.index("--state-dir") + 1] == str(ctx.state_dir)
     assert SPEC.name == "kruise" and SPEC.prepare is not None
     assert SPEC.health(ctx) is not None
+    assert argv[argv.index("--code") + 1] == code_digest(Path(kruise.__file__).parent)
+
+
+def test_the_code_digest_follows_the_double_s_source(tmp_path: Path):
+    (tmp_path / "crds").mkdir()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "crds" / "c.yaml").write_text("kind: C\n")
+    (tmp_path / "notes.txt").write_text("not code")
+    first = code_digest(tmp_path)
+    (tmp_path / "notes.txt").write_text("still not code")
+    assert code_digest(tmp_path) == first
+    (tmp_path / "crds" / "c.yaml").write_text("kind: D\n")
+    assert code_digest(tmp_path) != first
+    (tmp_path / "crds" / "c.yaml").write_text("kind: C\n")
+    assert code_digest(tmp_path) == first
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert code_digest(tmp_path) != first
 
 
 # -- the volume stand-in -----------------------------------------------------------------------
