@@ -19,6 +19,15 @@ def cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def executable_replaced(pid: int) -> bool:
+    """True when the live process ``pid`` runs a program file that has since been replaced
+    or removed on disk (a rebuilt binary): the kernel marks its ``exe`` link deleted."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe").endswith(" (deleted)")
+    except OSError:
+        return False
+
+
 def wait_gone(still_there: Callable[[], bool], seconds: float) -> bool:
     """Poll ``still_there`` until it is false (True) or ``seconds`` pass (False)."""
     deadline = time.monotonic() + seconds

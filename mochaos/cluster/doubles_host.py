@@ -28,7 +28,7 @@ from mochaos.cluster.processes import (
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, state_dir
 from mochaos.errors import InfraError, UsageError
-from mochaos.procs import wait_gone
+from mochaos.procs import executable_replaced, wait_gone
 from mochaos.progress import announce
 
 READY_TIMEOUT = 60.0
@@ -161,17 +161,22 @@ def stale(
     *,
     restarting: bool,
 ) -> list[ProcessSpec]:
-    """The table's entries of ``doubles`` that must be started afresh: each runs another
-    command than this mo-chaos would start (the package, its interpreter or a double's
-    binary changed since), and, unless the supervisor is ``restarting`` them, each that
-    does not run (its entry holds the environment of a run that is gone)."""
+    """The table's entries of ``doubles`` that must be started afresh: each recorded with
+    another command than this mo-chaos would start (its interpreter, its code digest or its
+    binary's path changed since), each running a binary rebuilt since it started, and,
+    unless the supervisor is ``restarting`` them, each that does not run (its entry holds
+    the environment of a run that is gone)."""
     registered = {d.name: d for d in doubles}
     out = []
     for spec in supervision.table():
         double = registered.get(spec.name)
         if double is None:
             continue
-        changed = spec.argv != list(double.command(contexts[spec.name]))
-        if changed or (not restarting and running(double, supervision) is None):
+        pid = running(double, supervision)
+        if (
+            spec.argv != list(double.command(contexts[spec.name]))
+            or (pid is not None and executable_replaced(pid))
+            or (pid is None and not restarting)
+        ):
             out.append(spec)
     return out
