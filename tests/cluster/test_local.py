@@ -17,6 +17,8 @@ from mochaos.cluster.attached import Attached
 from mochaos.cluster.local import LocalProvider, is_our_process
 from mochaos.observe.watching import KindWatcher, RawEvent
 
+from polling import wait_until
+
 PROBE_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -48,17 +50,6 @@ PROBE_CRD = {
 }
 
 
-def _wait(fn, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout}s (last: {last!r})")
-
-
 @pytest.fixture(scope="module")
 def probes(kube) -> client.CustomObjectsApi:
     """The Probe CRD installed (idempotent) and a client for it."""
@@ -74,7 +65,7 @@ def probes(kube) -> client.CustomObjectsApi:
             c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
         )
 
-    _wait(established, timeout=20, what="Probe CRD Established")
+    wait_until(established, timeout=20, what="Probe CRD Established")
     return client.CustomObjectsApi(kube)
 
 
@@ -105,7 +96,7 @@ def test_status_subresource_and_finalizer(probes, namespace):
             return err.status == 404
         return False
 
-    _wait(gone, timeout=10, what="deletion after finalizer removal")
+    wait_until(gone, timeout=10, what="deletion after finalizer removal")
 
 
 def test_stale_resource_version_conflicts(probes, namespace):
@@ -132,7 +123,7 @@ def _pod(name: str) -> dict:
 def test_pod_runs_on_kwok_node_and_disappears(kube, namespace):
     core = client.CoreV1Api(kube)
     core.create_namespaced_pod(namespace, _pod("runner"))
-    running = _wait(
+    running = wait_until(
         lambda: (
             (p := core.read_namespaced_pod("runner", namespace)).status.phase == "Running" and p
         ),
@@ -149,7 +140,7 @@ def test_pod_runs_on_kwok_node_and_disappears(kube, namespace):
             return err.status == 404
         return False
 
-    _wait(gone, timeout=10, what="pod deletion")
+    wait_until(gone, timeout=10, what="pod deletion")
 
 
 def test_namespace_deletion_and_garbage_collection(kube, cluster):
@@ -169,7 +160,7 @@ def test_namespace_deletion_and_garbage_collection(kube, cluster):
             names = [c.metadata.name for c in core.list_namespaced_config_map(ns).items]
             return "dependent" not in names
 
-        _wait(dependent_gone, timeout=30, what="garbage collection of the dependent")
+        wait_until(dependent_gone, timeout=30, what="garbage collection of the dependent")
     finally:
         core.delete_namespace(ns)
 
@@ -180,7 +171,7 @@ def test_namespace_deletion_and_garbage_collection(kube, cluster):
             return err.status == 404
         return False
 
-    _wait(ns_gone, timeout=60, what="namespace deletion")
+    wait_until(ns_gone, timeout=60, what="namespace deletion")
 
 
 def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
@@ -199,7 +190,7 @@ def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
     probes.create_namespaced_custom_object(*args, _probe("w"))
     probes.patch_namespaced_custom_object(*args, "w", {"spec": {"n": 5}})
     probes.delete_namespaced_custom_object(*args, "w")
-    _wait(lambda: len(seen) >= 3, timeout=10, what="three watch events")
+    wait_until(lambda: len(seen) >= 3, timeout=10, what="three watch events")
     stop.set()
     watcher.stop()
     thread.join(timeout=5)
@@ -253,7 +244,7 @@ def test_watch_from_a_compacted_version_relists_without_losing_changes(probes, k
     watcher.last_rv = 1  # far older than the apiserver's watch window: 410 Gone
     thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
     thread.start()
-    _wait(lambda: watcher.relists >= 1 and len(seen) >= 3, timeout=15, what="a relist")
+    wait_until(lambda: watcher.relists >= 1 and len(seen) >= 3, timeout=15, what="a relist")
     stop.set()
     watcher.stop()
     thread.join(timeout=5)

@@ -32,6 +32,8 @@ from mochaos.errors import UsageError
 from mochaos.kube import api_client
 from mochaos.procs import cmdline
 
+from polling import wait_until
+
 pytestmark = pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
 
 FAKE = """
@@ -71,15 +73,6 @@ FAKE_DOUBLE = DoubleSpec(
     health=_fake_health,
     prepare=_fake_prepare,
 )
-
-
-def wait_until(check, *, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got := check():
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout}s")
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -18,14 +19,9 @@ from mochaos.cluster.processes import ProcessSpec, read_pid, runs, spawn, write_
 from mochaos.cluster.supervisor import Supervision, Supervisor, backoff, describe_exit
 from mochaos.procs import cmdline
 
+import polling
 
-def wait_until(check, *, timeout: float = 10.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got := check():
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {timeout}s")
+wait_until = partial(polling.wait_until, timeout=10.0)
 
 
 @pytest.fixture

@@ -1,21 +1,10 @@
-"""The wait the doubles' tests share."""
+"""The doubles' tests wait up to 20 s by default (a reconcile, a watch round trip and a
+kwok pod transition on a loaded machine)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from functools import partial
 
-T = TypeVar("T")
+from polling import wait_until
 
-
-def wait_for(fn: Callable[[], T | None], *, what: str, timeout: float = 20.0) -> T:
-    """Poll ``fn`` until it returns something truthy; fail naming the last value seen."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout}s (last: {last!r})")
+wait_for = partial(wait_until, timeout=20.0)

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,12 @@ from mochaos.operator.source_target import ENV_SOURCE
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.types import Cluster, Waits
 
+import polling
+
 STANDIN = Path(__file__).parent / "container_standin" / "main.go"
 MAIN = "2301e3b"
+
+wait_until = partial(polling.wait_until, timeout=10.0)
 
 
 @pytest.fixture(scope="module")
@@ -105,16 +109,6 @@ def _ticks(op: OperatorContainer) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, op.log_lines()) if r.get("msg") == "tick"]
 
 
-def _until(check: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _operator(engine: DockerCli, spec: ContainerSpec, tmp_path: Path) -> OperatorContainer:
     return OperatorContainer(
         docker=engine, spec=spec, target="image:standin", version="v", user_agent="manager",
@@ -135,20 +129,20 @@ def test_a_manager_container_on_a_real_engine(engine, standin_image, tmp_path, s
     op.start()
     first = op.container_id
     try:
-        seen = _until(lambda: _ticks(op), "a tick")[-1]
+        seen = wait_until(lambda: _ticks(op), "a tick")[-1]
         assert (seen["uid"], seen["namespace"], seen["webhooks"]) == (os.getuid(), "ns1", "false")
         assert seen["kubeconfig"] and seen["config"] and seen["hosts"] == ""
         with hosts.open("a") as fh:  # the MatrixOne double rewrites it in place, same inode
             fh.write("127.0.0.5 pool-discovery.ns1.svc\n")
-        _until(lambda: _ticks(op)[-1]["hosts"] == "127.0.0.5", "the new name in /etc/hosts")
+        wait_until(lambda: _ticks(op)[-1]["hosts"] == "127.0.0.5", "the new name in /etc/hosts")
 
         op.pause(1.5)
         assert engine.state(first).status == "paused"
         frozen = _ticks(op)[-1]["n"]
         time.sleep(0.8)
         assert _ticks(op)[-1]["n"] == frozen, "a paused manager went on logging"
-        _until(lambda: engine.state(first).status == "running", "the thaw", timeout=5)
-        assert _until(lambda: _ticks(op)[-1]["n"] > frozen, "a tick after the thaw")
+        wait_until(lambda: engine.state(first).status == "running", "the thaw", timeout=5)
+        assert wait_until(lambda: _ticks(op)[-1]["n"] > frozen, "a tick after the thaw")
         assert min(t["n"] for t in _ticks(op) if t["n"] > frozen) == frozen + 1  # same process
 
         op.kill()
@@ -156,7 +150,7 @@ def test_a_manager_container_on_a_real_engine(engine, standin_image, tmp_path, s
         assert (engine.state(first).status, engine.state(first).exit_code) == ("exited", 137)
         op.restart()
         assert op.container_id != first and engine.state(first) is None
-        assert _until(lambda: _ticks(op), "a tick of the new container")[0]["n"] == 0
+        assert wait_until(lambda: _ticks(op), "a tick of the new container")[0]["n"] == 0
     finally:
         last = op.container_id
         op.stop()

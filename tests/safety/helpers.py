@@ -12,8 +12,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,18 +101,6 @@ def dead_pid() -> int:
     probe = subprocess.Popen(["true"])
     probe.wait()
     return probe.pid
-
-
-def wait_until(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
-    """Poll ``check`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"{what} did not happen within {timeout:.0f}s (last: {last!r})")
 
 
 # -- private local clusters ------------------------------------------------------------

@@ -32,8 +32,8 @@ from .helpers import (
     needs_binaries,
     private_cluster_name,
     remove_private_cluster,
-    wait_until,
 )
+from polling import wait_until
 
 USAGE = "mo-chaos usage error in phase '"
 INFRA = "mo-chaos infrastructure error in phase '"

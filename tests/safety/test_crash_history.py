@@ -29,8 +29,8 @@ from .helpers import (
     needs_binaries,
     pytest_command,
     read_state,
-    wait_until,
 )
+from polling import wait_until
 
 pytestmark = needs_binaries
 

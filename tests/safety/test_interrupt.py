@@ -29,8 +29,8 @@ from .helpers import (
     read_state,
     run_child,
     state_file,
-    wait_until,
 )
+from polling import wait_until
 
 pytestmark = needs_binaries
 

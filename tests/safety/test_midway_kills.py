@@ -34,8 +34,8 @@ from .helpers import (
     pytest_command,
     read_state,
     run_child,
-    wait_until,
 )
+from polling import wait_until
 
 pytestmark = needs_binaries
 

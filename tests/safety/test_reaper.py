@@ -23,7 +23,8 @@ from mochaos.cleanup import delete_namespace
 from mochaos.procs import cmdline
 from mochaos.types import RUN_ID_LABEL
 
-from .helpers import dead_pid, wait_until
+from .helpers import dead_pid
+from polling import wait_until
 
 
 @pytest.fixture
