@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mochaos.cluster.attached import Attached
 from mochaos.errors import EXIT_USAGE, InfraError, UsageError
 from mochaos.kubeconfig import referenced_files
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
@@ -310,6 +311,11 @@ class ContainerHost:
     def record(self) -> dict[str, Any]:
         """``kind: container``, its id and engine."""
         return {"kind": "container", "id": self.cid, "engine": self.engine}
+
+    def attachment(self, name: str) -> Attached:
+        """``docker rm --force`` by id, on its engine (a stop that outlives this process)."""
+        env = {ENGINE_ENV: self.engine} if self.engine else None
+        return Attached(name, stop=["docker", "rm", "--force", self.cid], env=env)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> ContainerHost:

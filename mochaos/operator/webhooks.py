@@ -41,7 +41,6 @@ from mochaos.errors import InfraError, UsageError
 from mochaos.kube import api_client
 from mochaos.procs import cmdline, stop_group
 from mochaos.progress import announce
-from mochaos.tooling.docker_cli import ENGINE_ENV
 from mochaos.types import RUN_ID_LABEL, Cluster
 
 PORT = 9443
@@ -189,6 +188,11 @@ class HostHandle(Protocol):
         """What ``host.json`` keeps to find the host again (``kind`` and its identity)."""
         ...
 
+    def attachment(self, name: str) -> Attached:
+        """How ``cluster down`` stops the host, should it outlive its users (see
+        :mod:`mochaos.cluster.attached`)."""
+        ...
+
 
 @dataclass(frozen=True)
 class ProcessHost:
@@ -209,22 +213,13 @@ class ProcessHost:
         """``kind: process``, pid and argv."""
         return {"kind": "process", "pid": self.pid, "argv": self.argv}
 
+    def attachment(self, name: str) -> Attached:
+        """Its process group, known by pid and command line."""
+        return Attached(name, pid=self.pid, argv=self.argv)
+
 
 HOST_NAME = "operator-webhook-host"
 """The webhook host's name among the things attached to its cluster."""
-
-
-def attachment(record: dict[str, Any]) -> Attached:
-    """How ``cluster down`` stops the host ``record`` describes, should it outlive its
-    users (see :mod:`mochaos.cluster.attached`)."""
-    if record.get("kind") == "container":
-        engine = record.get("engine")
-        return Attached(
-            HOST_NAME,
-            stop=["docker", "rm", "--force", str(record["id"])],
-            env={ENGINE_ENV: engine} if engine else None,
-        )
-    return Attached(HOST_NAME, pid=int(record["pid"]), argv=list(record["argv"]))
 
 
 def host_handle(record: dict[str, Any]) -> HostHandle:
@@ -291,7 +286,7 @@ class WebhookHost:
                 host = {**start().record(), "build": self.build}
                 (self.state / "host.json").write_text(json.dumps(host))
                 if self.attach_to is not None:
-                    attached.attach(self.attach_to, attachment(host))
+                    attached.attach(self.attach_to, host_handle(host).attachment(HOST_NAME))
             else:
                 host = found[0]
             (self.state / "users" / str(os.getpid())).touch()

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from mochaos.cluster import attached
+from mochaos.cluster.attached import Attached
 from mochaos.errors import UsageError
 from mochaos.operator import webhooks
+from mochaos.operator.container import ContainerHost
 from mochaos.operator.webhooks import ProcessHost, WebhookHost
 from mochaos.procs import cmdline, wait_gone
 
@@ -37,6 +39,9 @@ class FakeHost:
 
     def record(self) -> dict[str, Any]:
         return {"kind": "container", "id": self.cid, "engine": None}
+
+    def attachment(self, name: str) -> Attached:
+        return ContainerHost(self.cid, None).attachment(name)
 
 
 @pytest.fixture
@@ -102,9 +107,13 @@ def test_a_started_host_is_attached_to_its_cluster_until_the_last_user_leaves(tm
 
 
 def test_a_process_host_is_attached_by_pid_and_command_line():
-    item = webhooks.attachment({"kind": "process", "pid": 42, "argv": ["operator", "-x"]})
+    def attachment(record):
+        return webhooks.host_handle(record).attachment(webhooks.HOST_NAME)
+
+    item = attachment({"kind": "process", "pid": 42, "argv": ["operator", "-x"]})
     assert (item.pid, item.argv, item.stop) == (42, ["operator", "-x"], None)
-    item = webhooks.attachment({"kind": "container", "id": "c9", "engine": "tcp://h:2375"})
+    item = attachment({"kind": "container", "id": "c9", "engine": "tcp://h:2375"})
+    assert item.stop == ["docker", "rm", "--force", "c9"]
     assert item.env == {"DOCKER_HOST": "tcp://h:2375"}
 
 
