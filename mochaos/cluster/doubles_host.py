@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from mochaos.cluster.processes import (
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, state_dir
 from mochaos.errors import InfraError, UsageError
-from mochaos.procs import executable_replaced, wait_gone
+from mochaos.procs import executable_replaced, stop_group
 from mochaos.progress import announce
 
 READY_TIMEOUT = 60.0
@@ -130,8 +129,13 @@ def _why(name: str, log: Path, supervision: Supervision, since: float) -> str:
 def running(double: DoubleSpec, supervision: Supervision) -> int | None:
     """The double's pid when its process runs (as the supervisor's table says it should)."""
     spec = next((s for s in supervision.table() if s.name == double.name), None)
-    pid = read_pid(supervision.process_pid_file(double.name))
-    return pid if spec is not None and runs(pid, spec) else None
+    return None if spec is None else _pid_running(supervision, spec)
+
+
+def _pid_running(supervision: Supervision, spec: ProcessSpec) -> int | None:
+    """The pid in ``spec``'s pid file when that process runs ``spec``'s command line."""
+    pid = read_pid(supervision.process_pid_file(spec.name))
+    return pid if runs(pid, spec) else None
 
 
 def stop_all(supervision: Supervision, names: Sequence[str], *, grace: float = 5.0) -> None:
@@ -142,16 +146,12 @@ def stop_all(supervision: Supervision, names: Sequence[str], *, grace: float = 5
 def stop_specs(
     supervision: Supervision, specs: Sequence[ProcessSpec], *, grace: float = 5.0
 ) -> None:
-    """Stop the doubles that run as ``specs`` (SIGTERM, then SIGKILL; by pid, command line
-    checked); one that does not run is skipped."""
+    """Stop the doubles that run as ``specs`` (each leads its own session: SIGTERM to its
+    group, then SIGKILL; by pid, command line checked); one that does not run is skipped."""
     for spec in specs:
-        pid = read_pid(supervision.process_pid_file(spec.name))
-        if pid is None or not runs(pid, spec):
-            continue
-        os.kill(pid, signal.SIGTERM)
-        if not wait_gone(lambda pid=pid, spec=spec: runs(pid, spec), grace):
-            os.kill(pid, signal.SIGKILL)
-            wait_gone(lambda pid=pid, spec=spec: runs(pid, spec), grace)
+        pid = _pid_running(supervision, spec)
+        if pid is not None:
+            stop_group(pid, spec.argv, grace)
 
 
 def stale(
@@ -172,7 +172,7 @@ def stale(
         double = registered.get(spec.name)
         if double is None:
             continue
-        pid = running(double, supervision)
+        pid = _pid_running(supervision, spec)
         if (
             spec.argv != list(double.command(contexts[spec.name]))
             or (pid is not None and executable_replaced(pid))
