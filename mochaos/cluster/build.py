@@ -420,7 +420,10 @@ def _build_matrixone_double(c: Component, runner: _Runner) -> None:
     runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
 
 
-_RECIPES = {
+Recipe = Callable[[Component, _Runner], None]
+"""Builds one component's binaries into its cache directory."""
+
+_RECIPES: dict[str, Recipe] = {
     "kubernetes": _build_kubernetes,
     "etcd": _build_etcd,
     "kwok": _build_kwok,
@@ -456,7 +459,27 @@ def matrixone_double(version: str | None = None, *, progress: Progress = _stderr
     return c.path(matrixone_double_module.BINARY)
 
 
-def _obtain(components: list[Component], *, force: bool, progress: Progress) -> None:
+def obtain(
+    components: list[Component],
+    *,
+    recipes: dict[str, Recipe],
+    progress: Progress = _stderr_progress,
+) -> None:
+    """Put ``components`` built by other modules' ``recipes`` (by component name) into the
+    cache, as :func:`build` does its own: one process builds, concurrent callers wait."""
+    lock = cache_dir() / "build" / ("+".join(c.name for c in components) + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock), timeout=3600):
+        _obtain(components, force=False, progress=progress, recipes=recipes)
+
+
+def _obtain(
+    components: list[Component],
+    *,
+    force: bool,
+    progress: Progress,
+    recipes: dict[str, Recipe] | None = None,
+) -> None:
     """Download or build what of ``components`` is missing (see :func:`build`)."""
     mode = download.binaries_mode()
     log_path = cache_dir() / "build.log"
@@ -468,11 +491,14 @@ def _obtain(components: list[Component], *, force: bool, progress: Progress) -> 
         runner.progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'} ({how})")
         return
     download.obtain(
-        todo, mode=mode, build=lambda rest: _build_all(rest, runner), progress=runner.progress
+        todo,
+        mode=mode,
+        build=lambda rest: _build_all(rest, runner, recipes or _RECIPES),
+        progress=runner.progress,
     )
 
 
-def _build_all(todo: list[Component], runner: _Runner) -> None:
+def _build_all(todo: list[Component], runner: _Runner, recipes: dict[str, Recipe]) -> None:
     """Build ``todo`` from Go modules, one component after the other."""
     _go()
     progress = runner.progress
@@ -486,7 +512,7 @@ def _build_all(todo: list[Component], runner: _Runner) -> None:
         progress(f"{c.name} {c.version}:")
         c.directory.mkdir(parents=True, exist_ok=True)
         c.stamp.unlink(missing_ok=True)
-        _RECIPES[c.name](c, runner)
+        recipes[c.name](c, runner)
         c.stamp.write_text(f"{c.fingerprint()} {c.recipe}\n")
         progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")
     progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - started)}")
