@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from mochaos.errors import InfraError
 from mochaos.tooling.extras import import_extra
-from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress
 
 DOCKER_MINIMUM = (20, 10, 0)
@@ -161,8 +160,10 @@ class DockerEngine:
 
     def pull(self, ref: str, *, progress: Progress) -> None:
         """Pull ``ref``, printing a line per finished layer."""
-        repo, tag = split_ref(ref)
-        events = self._client.api.pull(repo, tag=tag, stream=True, decode=True)
+        from docker.utils import parse_repository_tag
+
+        repo, tag = parse_repository_tag(ref)  # a digest (``@sha256:…``) is a tag here too
+        events = self._client.api.pull(repo, tag=tag or "latest", stream=True, decode=True)
         for line in pull_progress(ref, events):
             progress(line)
 

@@ -265,12 +265,12 @@ class KindProvider:
         )  # fmt: skip
 
     def load_image(self, ref: str) -> None:
-        """Pull ``ref`` into Docker when missing, then get it onto the nodes (see kind_images)."""
+        """Get ``ref`` into Docker when missing (pulled, or built where mo-chaos knows how:
+        :mod:`mochaos.images.catalog`), then onto the nodes (see kind_images)."""
         split_ref(ref)
         engine = self.engine()
         if not engine.has_image(ref):
-            self.progress(f"pulling {ref}")
-            engine.pull(ref, progress=self.progress)
+            self._obtain(engine, ref)
         outcome = load_image(
             ref,
             kind=self.kind(),
@@ -282,6 +282,24 @@ class KindProvider:
             progress=self.progress,
         )
         self.progress(f"{ref}: {outcome}")
+
+    def _obtain(self, engine: Engine, ref: str) -> None:
+        from mochaos.images.catalog import builder_for
+        from mochaos.tooling.docker_cli import DockerCli
+
+        builder = builder_for(ref)
+        if builder is None or builder.pull_first:
+            try:
+                self.progress(f"pulling {ref}")
+                engine.pull(ref, progress=self.progress)
+                return
+            except Exception as err:
+                if builder is None:
+                    raise
+                why = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+                self.progress(f"{ref} cannot be pulled ({why}): building {builder.what}")
+        docker = DockerCli(path=self.docker(), log_path=self.dir / "commands.log")
+        builder.build(docker, self.progress)
 
     # -- internals ---------------------------------------------------------
 
