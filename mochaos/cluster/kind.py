@@ -13,7 +13,7 @@ unless the cluster is to be kept. The kind CLI is the one on PATH, else built.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from mochaos.errors import InfraError, UsageError
 from mochaos.images import node_image as offline
 from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
+from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
@@ -90,6 +91,7 @@ class KindProvider:
         search_path: str | None = None,
         progress: Progress = say,
         host: HostFacts | None = None,
+        build_kind: Callable[[], str] | None = None,
     ) -> None:
         if node_image is not None:
             node_kubernetes_version(node_image)
@@ -107,6 +109,7 @@ class KindProvider:
         self._kind: str | None = None
         self._docker: str | None = None
         self._host = host
+        self._build_kind = build_kind or _built_kind_cli
 
     # -- paths -------------------------------------------------------------
 
@@ -146,9 +149,10 @@ class KindProvider:
             try:
                 path = require_tool(KIND, search_path=self.search_path)
             except InfraError:
-                from mochaos.images.go_tools import kind_cli
-
-                path = str(kind_cli(progress=self.progress))
+                self.progress(
+                    f"kind is not on PATH: using kind {KIND_VERSION} built from its module"
+                )
+                path = self._build_kind()
             check_version(KIND, path, runner=self.runner)
             self._kind = path
         return self._kind
@@ -204,22 +208,28 @@ class KindProvider:
             except Exception as err:
                 why = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
                 self.progress(f"kind's node image cannot be pulled ({why}): using the offline one")
-                from mochaos.tooling.docker_cli import DockerCli
-
-                self.node_image = offline.node_image(
-                    docker=DockerCli(path=self.docker(), log_path=self.dir / "commands.log"),
-                    progress=self.progress,
-                    architecture=self.engine_info().platform.split("/")[1],
-                )
+                self.node_image = self.offline_node_image()
                 return self.node_image
         self.node_image = NODE_IMAGE
         return self.node_image
+
+    def offline_node_image(self) -> str:
+        """The node image mo-chaos builds without a registry (built now unless cached)."""
+        return offline.node_image(
+            docker=self.docker_cli(),
+            progress=self.progress,
+            architecture=self.engine_info().platform.split("/")[1],
+        )
 
     def engine_info(self) -> EngineInfo:
         """What ``docker info`` said about the engine (checked by :meth:`engine`)."""
         self.engine()
         assert self._info is not None
         return self._info
+
+    def docker_cli(self) -> DockerCli:
+        """The docker CLI on the engine kind uses, logging into this cluster's commands.log."""
+        return DockerCli(path=self.docker(), log_path=self.dir / "commands.log")
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -283,9 +293,14 @@ class KindProvider:
         )
         self.progress(f"{ref}: {outcome}")
 
+    def obtain(self, ref: str) -> None:
+        """Get ``ref`` into the engine (pulled, or built where mo-chaos knows how)."""
+        engine = self.engine()
+        if not engine.has_image(ref):
+            self._obtain(engine, ref)
+
     def _obtain(self, engine: Engine, ref: str) -> None:
         from mochaos.images.catalog import builder_for
-        from mochaos.tooling.docker_cli import DockerCli
 
         builder = builder_for(ref)
         if builder is None or builder.pull_first:
@@ -298,8 +313,7 @@ class KindProvider:
                     raise
                 why = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
                 self.progress(f"{ref} cannot be pulled ({why}): building {builder.what}")
-        docker = DockerCli(path=self.docker(), log_path=self.dir / "commands.log")
-        builder.build(docker, self.progress)
+        builder.build(self.docker_cli(), self.progress)
 
     # -- internals ---------------------------------------------------------
 
@@ -437,6 +451,12 @@ class KindProvider:
             context=self.context,
             audit_log=self.audit_dir / "log" / AUDIT_LOG_NAME,
         )
+
+
+def _built_kind_cli() -> str:
+    from mochaos.images.go_tools import kind_cli
+
+    return str(kind_cli(progress=say))
 
 
 def _default_state() -> Path:

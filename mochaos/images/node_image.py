@@ -277,6 +277,7 @@ class NodeImageBuild:
         self._commit(base, archives)
         self._done(self.ref, t)
         shutil.rmtree(root, ignore_errors=True)
+        self._remove_older()
         took = build._fmt(time.monotonic() - self._t0)
         self.progress(f"mo-chaos: kind node image {self.ref} built in {took}")
         return self.ref
@@ -398,6 +399,15 @@ class NodeImageBuild:
         self._docker("load", "--input", str(archive), what="docker load of the node's base image")
         archive.unlink()
         return base
+
+    def _remove_older(self) -> None:
+        """Untag node images of older recipes (an image a node still runs stays)."""
+        listed = self._docker("image", "ls", REPOSITORY, "--format", "{{.Repository}}:{{.Tag}}",
+                              what="docker image ls")  # fmt: skip
+        for ref in listed.split():
+            if ref != self.ref:
+                self.docker.runner([self.docker.path, "image", "rm", ref],
+                                   what=f"docker image rm {ref}", check=False)  # fmt: skip
 
     def _commit(self, base: str, archives: list[preloaded.Preloaded]) -> None:
         cid = self._docker(

@@ -17,7 +17,7 @@ DaemonSet the chart would bring (kruise-daemon, see :data:`KRUISE_FEATURE_GATES`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,15 +206,15 @@ def install_chart(
     runner: Runner,
     helm_home: Path,
     search_path: str | None = None,
+    build_helm: Callable[[], str] | None = None,
 ) -> None:
-    """Run the helm commands (helm on PATH, else ours built from its module; Helm 3 >= 3.8
-    or Helm 4)."""
+    """Run the helm commands (helm on PATH, else ours built from its module: ``build_helm``;
+    Helm 3 >= 3.8 or Helm 4)."""
     try:
         helm = require_tool(HELM, search_path=search_path)
     except InfraError:
-        from mochaos.images.go_tools import helm_cli
-
-        helm = str(helm_cli(progress=say))
+        say("helm is not on PATH: using the helm built from its module")
+        helm = (build_helm or _built_helm_cli)()
     major = helm_major(helm, runner=runner)
     helm_home.mkdir(parents=True, exist_ok=True)
     for argv in helm_commands(
@@ -234,6 +234,12 @@ def install_chart(
             timeout=options.timeout + 120,
             echo_stdout=True,
         )
+
+
+def _built_helm_cli() -> str:
+    from mochaos.images.go_tools import helm_cli
+
+    return str(helm_cli(progress=say))
 
 
 def _deployment_ready(apps: Any, name: str, namespace: str) -> tuple[bool, str]:
