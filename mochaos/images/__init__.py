@@ -1,6 +1,9 @@
-"""Container images mo-chaos builds on this machine when no registry can serve them.
+"""Images mo-chaos builds itself when no registry can give them.
 
-Each image is assembled from Go modules (the module proxy), Debian packages
-(debootstrap) and the operator's checkout, at build time; nothing of those
-projects is kept in this repository.
+``matrixone`` builds ``matrixorigin/matrixone:<version>`` from that version's Go module,
+``minio`` an S3 server from MinIO's; both are docker-loadable archives (``archive``) on a
+cached Debian base (``debian``) or on nothing, cached by recipe (``recipe``).
+``node_image`` builds kind's node image offline (``rootfs``, ``preloaded``, ``go_tools``),
+``operator_images`` the operator's and OpenKruise's managers; ``catalog`` says which
+references can be built here and how.
 """

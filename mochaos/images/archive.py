@@ -1,10 +1,9 @@
-"""Write container images as ``docker save`` archives, without a registry or a daemon.
+"""A docker-loadable image archive written from layer tarballs, without a Docker engine.
 
-An image here is a few layers (each a tar of a staged directory), a config
-(entrypoint, environment, user) and the names it is tagged with. The archive
-is what ``docker load``, ``ctr images import`` and ``kind load image-archive``
-read: ``manifest.json``, the config blob named by its digest, and each layer
-as ``<diff id>/layer.tar``.
+The format is ``docker save``'s: ``manifest.json`` naming the config and the layers, the
+config (``<sha256>.json``: platform, entrypoint, environment, labels, the layers' diff ids)
+and each layer as ``<diff id>/layer.tar``. ``docker load`` reads it, and so does
+``ctr images import``, which is what ``kind load image-archive`` runs in every node.
 """
 
 from __future__ import annotations
@@ -12,129 +11,166 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
-import subprocess
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mochaos.errors import BuildError
+from mochaos.tooling.docker_cli import DockerCli
+from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.runner import Runner
 
 DEFAULT_PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+CHUNK = 1 << 20
+LAYER_TIMEOUT = 600.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImageConfig:
-    """The runtime part of an image config (the OCI/Docker ``config`` object)."""
+    """What a container of the image runs and with which defaults (the OCI config)."""
 
-    entrypoint: tuple[str, ...] = ()
+    entrypoint: tuple[str, ...]
     cmd: tuple[str, ...] = ()
     env: tuple[str, ...] = (DEFAULT_PATH,)
+    workdir: str = "/"
+    ports: tuple[int, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
     user: str = ""
-    workdir: str = ""
     stop_signal: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
 
-    def as_json(self) -> dict:
-        """The ``config`` object of the image config blob."""
-        out: dict = {"Env": list(self.env)}
-        if self.entrypoint:
-            out["Entrypoint"] = list(self.entrypoint)
+    def as_json(self) -> dict[str, Any]:
+        """The ``config`` object of the image configuration."""
+        out: dict[str, Any] = {
+            "Entrypoint": list(self.entrypoint),
+            "Env": list(self.env),
+            "WorkingDir": self.workdir,
+            "Labels": dict(sorted(self.labels.items())),
+        }
         if self.cmd:
             out["Cmd"] = list(self.cmd)
+        if self.ports:
+            out["ExposedPorts"] = {f"{p}/tcp": {} for p in self.ports}
         if self.user:
             out["User"] = self.user
-        if self.workdir:
-            out["WorkingDir"] = self.workdir
         if self.stop_signal:
             out["StopSignal"] = self.stop_signal
-        if self.labels:
-            out["Labels"] = dict(self.labels)
         return out
 
 
-def _sha256(path: Path) -> str:
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One uncompressed layer tarball and the history line that says what it holds."""
+
+    path: Path
+    created_by: str
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file, read in chunks."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
+        while chunk := fh.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
 
 
-def tar_directory(stage: Path, out: Path) -> str:
-    """Tar ``stage`` (its contents at the root, owned by root) into ``out``; the sha256 hex.
-
-    GNU tar keeps symlinks, modes and device nodes as they are; names are sorted and
-    times zeroed, so the same tree gives the same layer (and digest).
-    """
+def tar_directory(
+    directory: Path,
+    out: Path,
+    *,
+    runner: Runner,
+    exclude: Sequence[str] = (),
+    root_owned: bool = False,
+) -> Path:
+    """``directory``'s content as a layer tarball at ``out`` (GNU tar: owners, modes, links
+    and device nodes kept as they are; names sorted). ``exclude`` takes tar patterns such
+    as ``./dev/*``; ``root_owned`` stores every entry as owned by root (files we staged)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tar = shutil.which("tar")
-    if tar is None:
-        raise BuildError("tar not found", hint="install GNU tar")
-    result = subprocess.run(
-        [tar, "--create", "--file", str(out), "--directory", str(stage), "--numeric-owner",
-         "--owner=0", "--group=0", "--sort=name", "--mtime=@0", "."],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    if result.returncode != 0:
-        raise BuildError(f"tar of {stage} failed: {result.stderr.strip()[:200]}")
-    return _sha256(out)
+    argv = [
+        "tar",
+        "--create",
+        "--file",
+        str(out),
+        "--directory",
+        str(directory),
+        "--numeric-owner",
+        "--sort=name",
+    ]
+    if root_owned:
+        argv += ["--owner=0", "--group=0"]
+    argv += [f"--exclude={pattern}" for pattern in exclude]
+    runner([*argv, "."], what=f"tar of {directory}", timeout=LAYER_TIMEOUT)
+    return out
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = mtime
+    info.mode = 0o644
+    tar.addfile(info, io.BytesIO(data))
 
 
 def write_archive(
     out: Path,
     *,
-    tags: Sequence[str],
-    layers: Sequence[Path],
+    ref: str,
+    layers: Sequence[Layer],
     config: ImageConfig,
     architecture: str,
+    created: str,
 ) -> str:
-    """Write the image made of ``layers`` (tar files, bottom first) to ``out``; its config digest.
-
-    ``tags`` are full references (``registry.k8s.io/pause:3.10.2``); the first names
-    the image in messages. ``out`` is written to a temporary name and renamed.
-    """
-    diff_ids = [_sha256(layer) for layer in layers]
-    blob = json.dumps(
-        {
-            "architecture": architecture,
-            "os": "linux",
-            "config": config.as_json(),
-            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{d}" for d in diff_ids]},
-            "history": [{"created_by": "mochaos"} for _ in layers],
-        },
-        sort_keys=True,
-    ).encode()
-    config_digest = hashlib.sha256(blob).hexdigest()
+    """Write the image ``ref`` (``repository:tag``) as a ``docker save`` archive at ``out``;
+    return its image id (``sha256:`` of the configuration). ``created`` is an RFC 3339
+    time: the same inputs give the same id."""
+    diff_ids = [sha256_file(layer.path) for layer in layers]
+    image = {
+        "architecture": architecture,
+        "os": "linux",
+        "created": created,
+        "config": config.as_json(),
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{d}" for d in diff_ids]},
+        "history": [{"created": created, "created_by": layer.created_by} for layer in layers],
+    }
+    config_bytes = json.dumps(image, sort_keys=True, separators=(",", ":")).encode()
+    config_id = hashlib.sha256(config_bytes).hexdigest()
     manifest = [
         {
-            "Config": f"{config_digest}.json",
-            "RepoTags": list(tags),
+            "Config": f"{config_id}.json",
+            "RepoTags": [ref],
             "Layers": [f"{d}/layer.tar" for d in diff_ids],
         }
     ]
-    tmp = out.with_name(f".{out.name}.partial")
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tmp, "w") as archive:
+    partial = out.with_name(out.name + ".partial")
+    with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
         for layer, diff_id in zip(layers, diff_ids, strict=True):
-            archive.add(str(layer), arcname=f"{diff_id}/layer.tar")
-        _add_bytes(archive, f"{config_digest}.json", blob)
-        _add_bytes(archive, "manifest.json", json.dumps(manifest).encode())
-    tmp.replace(out)
-    return config_digest
+            tar.add(layer.path, arcname=f"{diff_id}/layer.tar")
+        _add_bytes(tar, f"{config_id}.json", config_bytes, 0)
+        _add_bytes(tar, "manifest.json", json.dumps(manifest).encode(), 0)
+    partial.replace(out)
+    return f"sha256:{config_id}"
 
 
-def _add_bytes(archive: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mode = 0o644
-    archive.addfile(info, io.BytesIO(data))
+def read_manifest(archive: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(manifest.json, the first image's configuration) of an archive, for checks."""
+    with tarfile.open(archive) as tar:
+        manifest = json.load(_member(tar, "manifest.json"))
+        config = json.load(_member(tar, manifest[0]["Config"]))
+    return manifest, config
 
 
-def archive_tags(path: Path) -> list[str]:
-    """The references a ``docker save`` archive is tagged with."""
-    with tarfile.open(path) as archive:
-        member = archive.extractfile("manifest.json")
-        assert member is not None
-        return [t for entry in json.load(member) for t in entry.get("RepoTags") or []]
+def load_archive(docker: DockerCli, archive: Path, *, progress: Progress = say) -> None:
+    """``docker load`` of an archive written by :func:`write_archive`."""
+    manifest, _ = read_manifest(archive)
+    refs = ", ".join(manifest[0]["RepoTags"])
+    progress(f"loading {refs} into the Docker engine ({archive.stat().st_size / 2**20:.0f} MiB)")
+    docker.load(archive)
+
+
+def _member(tar: tarfile.TarFile, name: str) -> io.BufferedReader:
+    fh = tar.extractfile(name)
+    if fh is None:
+        raise KeyError(name)
+    return fh  # type: ignore[return-value]

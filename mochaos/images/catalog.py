@@ -4,7 +4,9 @@ A provider that must put an image on its nodes asks :func:`builder_for` when the
 engine lacks it: images a target made from its own input (the operator built
 from a checkout) are registered by that target and are always built; the
 upstream images the scenario needs (OpenKruise's manager, MatrixOne, MinIO) are
-pulled when a registry serves them and built from their Go modules otherwise.
+pulled when a registry serves them and built from their Go modules otherwise (MinIO's
+container is started by :class:`mochaos.operator.matrixone.minio.DockerMinio`, which gets
+its own image).
 """
 
 from __future__ import annotations
@@ -52,7 +54,22 @@ def _kruise(ref: str) -> Builder | None:
     return Builder(build, pull_first=True, what=f"OpenKruise's manager {version} from its module")
 
 
-RULES: tuple[Callable[[str], Builder | None], ...] = (_kruise,)
+def _matrixone(ref: str) -> Builder | None:
+    m = re.fullmatch(r"(?:docker\.io/)?matrixorigin/matrixone:v?(\d+\.\d+\.\d+)", ref)
+    if m is None:
+        return None
+    version = m.group(1)
+
+    def build(docker: DockerCli, progress: Progress) -> None:
+        from mochaos.images.matrixone import ensure_image
+
+        ensure_image(version, docker, progress=progress)
+
+    # ensure_image pulls first itself, and refuses in one line a version it cannot build.
+    return Builder(build, pull_first=False, what=f"MatrixOne {version} from its module")
+
+
+RULES: tuple[Callable[[str], Builder | None], ...] = (_kruise, _matrixone)
 """Upstream images recognised by reference, tried in order."""
 
 

@@ -29,7 +29,7 @@ from mochaos.cluster import build
 from mochaos.cluster.kind_config import KIND_VERSION
 from mochaos.errors import BuildError
 from mochaos.images import go_tools, preloaded, rootfs
-from mochaos.images.archive import ImageConfig, tar_directory, write_archive
+from mochaos.images.archive import DEFAULT_PATH, ImageConfig, Layer, tar_directory, write_archive
 from mochaos.images.preloaded import HELPER_REPOSITORY, PROVISIONER_REPOSITORY, ImageBuilder
 from mochaos.paths import cache_dir
 from mochaos.tooling.apply import MANIFESTS
@@ -104,7 +104,7 @@ data:
 """
 NODE_CONFIG = ImageConfig(
     entrypoint=("/usr/local/bin/entrypoint", "/sbin/init"),
-    env=("container=docker", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+    env=("container=docker", DEFAULT_PATH),
     stop_signal="SIGRTMIN+3",
 )
 """kind's base image config: systemd learns it runs in a container from ``container``, and
@@ -391,12 +391,13 @@ class NodeImageBuild:
     def _import_base(self, root: Path) -> str:
         base = f"mochaos.local/kind-base:{self.key}"
         layer = self.work / "rootfs.tar"
-        tar_directory(root, layer)
+        tar_directory(root, layer, runner=self.docker.runner)
         archive = self.work / "base.tar"
-        write_archive(archive, tags=[base], layers=[layer], config=NODE_CONFIG,
-                      architecture=self.architecture)  # fmt: skip
+        write_archive(archive, ref=base, layers=[Layer(layer, f"debootstrap {SUITE} + kind")],
+                      config=NODE_CONFIG, architecture=self.architecture,
+                      created=preloaded.EPOCH)  # fmt: skip
         layer.unlink()
-        self._docker("load", "--input", str(archive), what="docker load of the node's base image")
+        self.docker.load(archive)
         archive.unlink()
         return base
 
@@ -441,6 +442,10 @@ class NodeImageBuild:
                 )  # fmt: skip
                 self._docker("exec", cid, "rm", f"/tmp/{image.name}.tar",
                              what=f"removing {image.name}.tar")  # fmt: skip
+                for extra in image.tags[1:]:
+                    self._docker("exec", cid, "ctr", "--namespace=k8s.io", "images", "tag",
+                                 "--force", _qualified(image.tags[0]), extra,
+                                 what=f"ctr images tag {extra}")  # fmt: skip
             listed = self._docker("exec", cid, "ctr", "--namespace=k8s.io", "images", "list", "-q",
                                   what="ctr images list")  # fmt: skip
             missing = [t for i in archives for t in i.tags if not _listed(t, listed)]
@@ -456,6 +461,13 @@ class NodeImageBuild:
             self.docker.remove(cid)
             self.docker.runner([self.docker.path, "image", "rm", base], what="docker image rm",
                                check=False)  # fmt: skip
+
+
+def _qualified(ref: str) -> str:
+    """The name containerd stores an imported reference under (Docker Hub's short names get
+    ``docker.io/``)."""
+    first = ref.split("/", 1)[0]
+    return ref if "/" in ref and ("." in first or ":" in first) else f"docker.io/{ref}"
 
 
 def _listed(ref: str, listing: str) -> bool:

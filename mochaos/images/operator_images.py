@@ -14,7 +14,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from mochaos.errors import BuildError
-from mochaos.images.archive import ImageConfig, tar_directory, write_archive
+from mochaos.images.archive import ImageConfig, Layer, tar_directory, write_archive
+from mochaos.images.preloaded import EPOCH
 from mochaos.paths import cache_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress
@@ -61,14 +62,12 @@ def manager_image(
         shutil.copy2(binary, stage / "manager")
         (stage / "manager").chmod(0o755)
         layer = work / "layer.tar"
-        tar_directory(stage, layer)
+        tar_directory(stage, layer, runner=docker.runner, root_owned=True)
         archive = work / "image.tar"
         config = ImageConfig(entrypoint=("/manager",), user=NONROOT)
-        write_archive(archive, tags=[ref], layers=[layer], config=config, architecture=architecture)
-        docker.runner(
-            [docker.path, "load", "--input", str(archive)], what=f"docker load {ref}",
-            hint=f"the archive is {archive}",
-        )  # fmt: skip
+        write_archive(archive, ref=ref, layers=[Layer(layer, f"mochaos: {binary.name}")],
+                      config=config, architecture=architecture, created=EPOCH)  # fmt: skip
+        docker.load(archive)
         for path in (archive, layer):
             path.unlink(missing_ok=True)
         shutil.rmtree(stage, ignore_errors=True)

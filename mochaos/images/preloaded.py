@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mochaos.errors import BuildError
-from mochaos.images.archive import ImageConfig, tar_directory, write_archive
+from mochaos.images.archive import ImageConfig, Layer, tar_directory, write_archive
 from mochaos.images.rootfs import closure, copy_paths
+from mochaos.tooling.runner import SubprocessRunner
 
 PROVISIONER_REPOSITORY = "mochaos.local/local-path-provisioner"
 HELPER_REPOSITORY = "mochaos.local/local-path-helper"
@@ -45,9 +46,14 @@ BUSYBOX_APPLETS = ("sh", "grep", "ln", "basename", "mkdir", "rm", "chmod", "ls",
 """The shell tools the kube-proxy wrapper and the storage helper's scripts use."""
 
 
+EPOCH = "1970-01-01T00:00:00Z"
+"""The images' creation time: the same binaries give the same image ids."""
+
+
 @dataclass(frozen=True)
 class Preloaded:
-    """One image archive for the node, and the references it carries."""
+    """One image archive for the node and the references it goes by (the archive names the
+    first; the node build tags the others)."""
 
     name: str
     archive: Path
@@ -62,7 +68,7 @@ class ImageBuilder:
         self.work = work
         self.out = out
         self.architecture = architecture
-        self._base: Path | None = None
+        self._base: Layer | None = None
 
     def _stage(self, name: str) -> Path:
         stage = self.work / "stage" / name
@@ -71,12 +77,12 @@ class ImageBuilder:
         stage.mkdir(parents=True)
         return stage
 
-    def _layer(self, name: str, stage: Path) -> Path:
+    def _layer(self, name: str, stage: Path) -> Layer:
         layer = self.work / "layers" / f"{name}.tar"
-        tar_directory(stage, layer)
-        return layer
+        tar_directory(stage, layer, runner=SubprocessRunner(progress=None), root_owned=True)
+        return Layer(layer, f"mochaos: {name}")
 
-    def base_layer(self) -> Path:
+    def base_layer(self) -> Layer:
         """Users (root, nobody, nonroot), ``/tmp``, nsswitch and CA certificates."""
         if self._base is None:
             stage = self._stage("base")
@@ -97,12 +103,11 @@ class ImageBuilder:
         return self._base
 
     def _archive(
-        self, name: str, tags: Sequence[str], layers: Sequence[Path], config: ImageConfig
+        self, name: str, tags: Sequence[str], layers: Sequence[Layer], config: ImageConfig
     ) -> Preloaded:
         archive = self.out / f"{name}.tar"
-        write_archive(
-            archive, tags=tags, layers=layers, config=config, architecture=self.architecture
-        )
+        write_archive(archive, ref=tags[0], layers=layers, config=config,
+                      architecture=self.architecture, created=EPOCH)  # fmt: skip
         return Preloaded(name, archive, tuple(tags))
 
     def static(
@@ -162,7 +167,7 @@ class ImageBuilder:
         stage = self._stage("local-path-helper")
         self._busybox(stage)
         layers = [self.base_layer(), self._layer("local-path-helper", stage)]
-        return self._archive("local-path-helper", [tag], layers, ImageConfig())
+        return self._archive("local-path-helper", [tag], layers, ImageConfig(entrypoint=()))
 
     def pause(self, source: Path, *, version: str, tags: Sequence[str]) -> Preloaded:
         """Kubernetes' pause program (``build/pause/linux/pause.c``), compiled static."""

@@ -17,3 +17,10 @@ def test_a_registered_image_is_always_built_and_an_unknown_one_has_no_builder() 
     catalog.register("mochaos.local/matrixone-operator:abc", builder)
     assert catalog.builder_for("mochaos.local/matrixone-operator:abc") is builder
     assert catalog.builder_for("example.com/other:1") is None
+
+
+def test_matrixone_by_its_semantic_tag_is_built_by_its_own_recipe() -> None:
+    found = catalog.builder_for("matrixorigin/matrixone:1.2.3")
+    assert found is not None and found.pull_first is False  # ensure_image pulls first itself
+    assert "1.2.3" in found.what
+    assert catalog.builder_for("matrixorigin/matrixone:nightly-abc") is None

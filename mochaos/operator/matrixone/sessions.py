@@ -225,6 +225,18 @@ class SqlSessions:
             for session in sessions:
                 session.close()
 
+    def query(self, pod: str, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one statement in a session of its own on ``pod`` (opened the same way as the
+        held ones, then closed): its column names and rows."""
+        session = self._open(pod)
+        try:
+            with session.connection.cursor() as cursor:
+                cursor.execute(sql)
+                columns = [d[0] for d in cursor.description or ()]
+                return columns, list(cursor.fetchall())
+        finally:
+            session.close()
+
     def _open(self, pod: str) -> _Session:
         connection = self._pymysql.connections.Connection(
             user=self.user,

@@ -1,0 +1,163 @@
+"""One trial: a namespace's LogSet, DNSet and CN pool as the operator renders them, run in Docker.
+
+MinIO (:class:`~mochaos.operator.matrixone.minio.DockerMinio`) joins the trial's network;
+our topology templates (``mochaos/manifests/matrixone``, the sizes of
+:class:`~mochaos.operator.matrixone.topology.Topology`) go through the operator's renderer;
+every pod starts at once, as the operator's sets would once their dependencies are Ready;
+then the trial waits for SQL on a CN, holds sessions there with
+:class:`~mochaos.operator.matrixone.sessions.SqlSessions` and reads them back from ``show
+processlist``, and measures each process's resident memory. It is what tests and
+``bench/matrixone_image.py`` run; it needs Docker and a matrixone-operator checkout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mochaos.errors import InfraError
+from mochaos.images import matrixone
+from mochaos.images.trial.docker_pods import DockerPods
+from mochaos.images.trial.pods import plan_pods
+from mochaos.images.trial.render import render, renderer
+from mochaos.operator.checkout import Checkout
+from mochaos.operator.matrixone.minio import DockerMinio, minio_secret
+from mochaos.operator.matrixone.sessions import CLIENT_ADDR, SqlSessions, tcp
+from mochaos.operator.matrixone.topology import Topology, render_topology
+from mochaos.tooling.docker_cli import DockerCli
+from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.waiting import wait_for
+
+NAMESPACE = "mo-trial"
+SQL_TIMEOUT = 300.0
+"""All pods started -> a CN answers SQL (HAKeeper bootstrap, TN, CN registration)."""
+SETTLE = 20.0
+"""Seconds of idling before resident memory is read."""
+HELD = 3
+
+
+@dataclass
+class TrialResult:
+    """What one trial measured."""
+
+    image: str
+    pods: list[str]
+    time_to_sql: float
+    rss: dict[str, int] = field(default_factory=dict)
+    """Resident memory of each pod's process, in bytes, after ``SETTLE`` seconds idle."""
+    sessions_held: int = 0
+    """Our sessions ``show processlist`` listed while we held ``HELD``."""
+    sessions_from_proxy: int = 0
+    """Of those, how many the CN took as coming from its proxy (``proxy_host`` set: what
+    the operator's session count reads as ``FromProxy``)."""
+    sessions_after_release: int = 0
+
+
+def rss_bytes(pid: int) -> int:
+    """``VmRSS`` of a host process."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_trial(
+    *,
+    checkout: Checkout,
+    docker: DockerCli,
+    workdir: Path,
+    logs: Path,
+    version: str = matrixone.DEFAULT_VERSION,
+    topology: Topology | None = None,
+    progress: Progress = say,
+    clock: Callable[[], float] = time.monotonic,
+) -> TrialResult:
+    """Run the trial and clean up after it (containers, network, files); when it fails,
+    the pods' output is left in ``logs``."""
+    topology = topology or Topology()
+    image = matrixone.ensure_image(version, docker, progress=progress)
+    binary = renderer(checkout, progress=progress)
+    pods = DockerPods(docker, name=f"{int(time.time())}", workdir=workdir, progress=progress)
+    ips = pods.create_network()
+    minio = DockerMinio(network=pods.network, docker=docker, progress=progress)
+    try:
+        store = minio.up()
+        docs = render_topology(
+            namespace=NAMESPACE,
+            run_id="trial",
+            mo_image=image,
+            mo_version=version,
+            store=store,
+            topology=topology,
+        )
+        objects = render(binary, [d for d in docs if d["kind"] != "Secret"])
+        secret = minio_secret(namespace=NAMESPACE, store=store, run_id="trial")
+        plan = plan_pods(
+            objects,
+            namespace=NAMESPACE,
+            ips=ips,
+            secrets={secret["metadata"]["name"]: secret["stringData"]},
+        )
+        progress(f"trial: starting {len(plan)} pods ({', '.join(p.name for p in plan)})")
+        t0 = clock()
+        for pod in plan:
+            pods.start(pod)
+        cns = [p for p in plan if p.kind == "CloneSet"]
+        if not cns:
+            raise InfraError("trial: the rendered pool has no CN pod", hint="check maxIdle")
+        cn = cns[0]
+        sessions = SqlSessions(tcp(cn.ip, matrixone.SQL_PORT), progress=progress)
+        wait_for(
+            lambda: _answers(sessions, cn.name),
+            what=f"SQL on CN {cn.name}",
+            timeout=SQL_TIMEOUT,
+            interval=0.5,
+            hint=f"docker logs {pods.containers[cn.name][:12]}",
+        )
+        result = TrialResult(image, [p.name for p in plan], clock() - t0)
+        progress(f"trial: SQL on {cn.name} after {result.time_to_sql:.1f} s")
+        _sessions(sessions, cn.name, result)
+        time.sleep(SETTLE)
+        result.rss = {p.name: rss_bytes(pods.pid(p.name)) for p in plan}
+        return result
+    except BaseException:
+        pods.save_logs(logs)
+        progress(f"trial failed: the pods' output is in {logs}")
+        raise
+    finally:
+        pods.close_containers()
+        minio.down()
+        pods.close()
+
+
+def _answers(sessions: SqlSessions, pod: str) -> tuple[bool, str]:
+    try:
+        _, rows = sessions.query(pod, "select 1")
+    except InfraError as err:
+        return False, err.what
+    return rows == [(1,)], f"select 1 -> {rows}"
+
+
+def _ours(sessions: SqlSessions, pod: str) -> list[dict[str, object]]:
+    """The sessions ``show processlist`` lists as ours (client address ``CLIENT_ADDR``, which
+    only the proxy's preamble sets), the observing one left out."""
+    columns, rows = sessions.query(pod, "show processlist")
+    listed = [dict(zip(columns, row, strict=True)) for row in rows]
+    return [r for r in listed if r.get("client_host") == CLIENT_ADDR
+            and not str(r.get("info") or "").startswith("show processlist")]  # fmt: skip
+
+
+def _sessions(sessions: SqlSessions, pod: str, result: TrialResult) -> None:
+    sessions.hold(pod, HELD)
+    held = _ours(sessions, pod)
+    result.sessions_held = len(held)
+    result.sessions_from_proxy = sum(1 for r in held if r.get("proxy_host"))
+    sessions.release(pod)
+    for _ in itertools.repeat(None, 20):
+        result.sessions_after_release = len(_ours(sessions, pod))
+        if result.sessions_after_release == 0:
+            break
+        time.sleep(0.5)
