@@ -50,9 +50,10 @@ def _parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("kind", help="the kind path: Docker engine, offline node image, cluster")
     ksub = k.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    ksub.add_parser(
+    ni = ksub.add_parser(
         "node-image", help="build kind's node image offline (cached by recipe); print its ref"
     )
+    ni.add_argument("--force", action="store_true", help="rebuild even when cached")
     ksub.add_parser(
         "images", help="build the images the seed suite needs that no registry serves here"
     )
@@ -131,14 +132,17 @@ def _kind(args: argparse.Namespace) -> int:
 
     provider = KindProvider(keep_cluster=True)
     if args.action == "node-image":
-        print(provider.offline_node_image())
+        print(provider.offline_node_image(force=args.force))
     elif args.action == "images":
+        from mochaos.images import minio
         from mochaos.operator.helm import KRUISE_IMAGE
+        from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE
 
         # The upstream images the seed suite needs besides the operator's own.
-        for ref in (KRUISE_IMAGE,):
+        for ref in (KRUISE_IMAGE, DEFAULT_MO_IMAGE):
             provider.obtain(ref)
             print(ref)
+        print(minio.ensure_image(provider.docker_cli()))
     elif args.action == "up":
         print(provider.up().kubeconfig)
     else:

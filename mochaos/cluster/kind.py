@@ -213,12 +213,13 @@ class KindProvider:
         self.node_image = NODE_IMAGE
         return self.node_image
 
-    def offline_node_image(self) -> str:
+    def offline_node_image(self, *, force: bool = False) -> str:
         """The node image mo-chaos builds without a registry (built now unless cached)."""
         return offline.node_image(
             docker=self.docker_cli(),
             progress=self.progress,
             architecture=self.engine_info().platform.split("/")[1],
+            force=force,
         )
 
     def engine_info(self) -> EngineInfo:

@@ -8,7 +8,8 @@ from the ``sigs.k8s.io/kind`` module), adds kubelet/kubeadm/kubectl of the
 control plane's Kubernetes release, a static CNI configuration instead of
 kindnetd (not on the module proxy), and imports every image kubeadm asks for
 into the node's containerd. The result is tagged by a digest of its recipe,
-so an unchanged recipe is built once. Users with a registry keep kind's image.
+so an unchanged recipe is built once, and kept as an archive in the cache, loaded again
+into an engine that lacks it. Users with a registry keep kind's image.
 """
 
 from __future__ import annotations
@@ -207,6 +208,7 @@ class NodeImageBuild:
         self.ref = image_ref(self.key)
         self.work = cache_dir() / "build" / f"kind-node-{self.key}"
         self.log = self.work / "build.log"
+        self.saved = cache_dir() / "images" / f"kind-node-{self.key}.tar"
         self._step = 0
         self._t0 = time.monotonic()
 
@@ -229,10 +231,15 @@ class NodeImageBuild:
         )  # fmt: skip
         return result.stdout
 
-    def run(self) -> str:
-        """Build the image unless this recipe's is already in the engine; its reference."""
-        if self.docker.image_id(self.ref):
+    def run(self, *, force: bool = False) -> str:
+        """Build the image unless this recipe's is already in the engine (or ``force``);
+        its reference."""
+        if not force and self.docker.image_id(self.ref):
             self.progress(f"mo-chaos: kind node image {self.ref} cached")
+            return self.ref
+        if not force and self.saved.is_file():
+            self.progress(f"mo-chaos: loading kind node image {self.ref} from {self.saved}")
+            self.docker.load(self.saved)
             return self.ref
         self.work.mkdir(parents=True, exist_ok=True)
         self.progress(f"mo-chaos: building kind node image {self.ref} (log: {self.log})")
@@ -278,6 +285,7 @@ class NodeImageBuild:
         self._done(self.ref, t)
         shutil.rmtree(root, ignore_errors=True)
         self._remove_older()
+        self._save()
         took = build._fmt(time.monotonic() - self._t0)
         self.progress(f"mo-chaos: kind node image {self.ref} built in {took}")
         return self.ref
@@ -401,6 +409,14 @@ class NodeImageBuild:
         archive.unlink()
         return base
 
+    def _save(self) -> None:
+        """Keep the image as an archive in the cache, for an engine whose store was wiped."""
+        for old in self.saved.parent.glob("kind-node-*.tar"):
+            old.unlink()
+        partial = self.saved.with_name(self.saved.name + ".partial")
+        self._docker("save", "--output", str(partial), self.ref, what=f"docker save {self.ref}")
+        partial.replace(self.saved)
+
     def _remove_older(self) -> None:
         """Untag node images of older recipes (an image a node still runs stays)."""
         listed = self._docker("image", "ls", REPOSITORY, "--format", "{{.Repository}}:{{.Tag}}",
@@ -488,9 +504,12 @@ def _kubernetes_source() -> Path:
         ) from err
 
 
-def node_image(*, docker: DockerCli, progress: Progress, architecture: str = "amd64") -> str:
+def node_image(
+    *, docker: DockerCli, progress: Progress, architecture: str = "amd64", force: bool = False
+) -> str:
     """The offline node image's reference, built now unless this recipe's is cached."""
     lock = cache_dir() / "build" / "kind-node.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock), timeout=3600):
-        return NodeImageBuild(docker=docker, progress=progress, architecture=architecture).run()
+        build_ = NodeImageBuild(docker=docker, progress=progress, architecture=architecture)
+        return build_.run(force=force)
