@@ -236,6 +236,8 @@ class NodeImageBuild:
         its reference."""
         if not force and self.docker.image_id(self.ref):
             self.progress(f"mo-chaos: kind node image {self.ref} cached")
+            if not self.saved.is_file():
+                self._save()
             return self.ref
         if not force and self.saved.is_file():
             self.progress(f"mo-chaos: loading kind node image {self.ref} from {self.saved}")
@@ -411,6 +413,7 @@ class NodeImageBuild:
 
     def _save(self) -> None:
         """Keep the image as an archive in the cache, for an engine whose store was wiped."""
+        self.saved.parent.mkdir(parents=True, exist_ok=True)
         for old in self.saved.parent.glob("kind-node-*.tar"):
             old.unlink()
         partial = self.saved.with_name(self.saved.name + ".partial")
