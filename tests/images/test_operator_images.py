@@ -64,8 +64,10 @@ def test_a_manager_binary_runs_as_slash_manager_as_the_nonroot_user(
         assert f"uid={NONROOT.split(':')[0]}" in run.stdout
         # Privileged, as kind's nodes run: on a host whose bounding set lacks a capability
         # this only starts through the engine's capability shim (`kind engine up`).
-        privileged = subprocess.run([docker.path, "run", "--rm", "--network", "none", "--privileged", ref],
-                                    capture_output=True, text=True)  # fmt: skip
+        privileged = subprocess.run(
+            [docker.path, "run", "--rm", "--network", "none", "--privileged", ref],
+            capture_output=True, text=True,
+        )  # fmt: skip
         assert privileged.returncode == 0, privileged.stderr
         assert "CapBnd" in privileged.stdout
     finally:
