@@ -154,6 +154,8 @@ peaks at about 1.7 GB and half a core): docs/kind.md, "Figures" (bench/kind.py).
 def default_workers(cluster: str) -> int:
     """Scenarios at once when ``--mochaos-workers`` is not given, for that cluster provider."""
     return KIND_WORKERS if cluster == "kind" else DEFAULT_WORKERS
+
+
 MINIO_MODES = ("auto", "docker", "in-cluster")
 
 SETTINGS: tuple[Setting, ...] = (

@@ -47,6 +47,8 @@ AUDIT_LOG_NAME = "audit.log"
 AUDIT_LOG_MAX_MB = 500
 
 AUDIT_POLICY = MANIFESTS / "kind" / "audit-policy.yaml"
+SINGLE_CONTROL_PLANE = {"leader-elect": "false"}
+"""kube-controller-manager's and kube-scheduler's flags on our single control-plane node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ def node_kubernetes_version(node_image: str) -> tuple[int, int, int]:
 
 
 def _audit_patch(kube_version: tuple[int, int, int]) -> str:
-    """The kubeadm ClusterConfiguration patch that turns on the audit log.
+    """The kubeadm ClusterConfiguration patch: the audit log on, no leader elections.
 
     kind v0.33 generates kubeadm v1beta4 for Kubernetes >= 1.36, where
     ``extraArgs`` is a list of name/value pairs, and v1beta3 (a plain map)
@@ -101,13 +103,19 @@ def _audit_patch(kube_version: tuple[int, int, int]) -> str:
             "pathType": "DirectoryOrCreate",
         },
     ]
+
+    def extra(flags: dict[str, str]) -> Any:
+        return [{"name": k, "value": v} for k, v in flags.items()] if v1beta4 else flags
+
     patch = {
         "kind": "ClusterConfiguration",
         "apiVersion": "kubeadm.k8s.io/v1beta4" if v1beta4 else "kubeadm.k8s.io/v1beta3",
-        "apiServer": {
-            "extraArgs": [{"name": k, "value": v} for k, v in args.items()] if v1beta4 else args,
-            "extraVolumes": volumes,
-        },
+        "apiServer": {"extraArgs": extra(args), "extraVolumes": volumes},
+        # One control plane: nothing to elect. With leader election on, a loaded machine's
+        # slow apiserver makes them miss their renew deadline and exit (seen: restarts of
+        # both mid-scenario, a new namespace without its ServiceAccount for a minute).
+        "controllerManager": {"extraArgs": extra(SINGLE_CONTROL_PLANE)},
+        "scheduler": {"extraArgs": extra(SINGLE_CONTROL_PLANE)},
     }
     return yaml.safe_dump(patch, sort_keys=False)
 

@@ -154,6 +154,15 @@ def test_kubeadm_patch_uses_v1beta4_name_value_args_for_kubernetes_1_36(tmp_path
     assert all(isinstance(v, str) for v in args.values())
 
 
+def test_the_single_control_planes_components_do_not_elect_a_leader(tmp_path: Path) -> None:
+    patch = _patch(kind_config(name="m", node_image=NODE_IMAGE, audit_dir=tmp_path))
+    for component in ("controllerManager", "scheduler"):
+        assert patch[component]["extraArgs"] == [{"name": "leader-elect", "value": "false"}]
+    old = "kindest/node:v1.35.8@sha256:" + "0" * 64
+    patch = _patch(kind_config(name="m", node_image=old, audit_dir=tmp_path))
+    assert patch["scheduler"]["extraArgs"] == {"leader-elect": "false"}
+
+
 def test_kubeadm_patch_uses_a_v1beta3_map_before_kubernetes_1_36(tmp_path: Path) -> None:
     image = "kindest/node:v1.35.8@sha256:" + "0" * 64
     patch = _patch(kind_config(name="m", node_image=image, audit_dir=tmp_path))
