@@ -14,15 +14,24 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from mochaos import invariants
 from mochaos.config import CheckOptions
+from mochaos.invariants.judged import OperatorClock
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
-from mochaos.types import History, ScenarioResult, Verdict
+from mochaos.types import (
+    APISERVER_AVAILABLE,
+    APISERVER_UNAVAILABLE,
+    Entry,
+    History,
+    Marker,
+    ScenarioResult,
+    Verdict,
+)
 
 AUDIT_TOLERANCE = 1
 """Largest per-claim difference allowed between our record of the agent's patches and the
@@ -55,7 +64,11 @@ class Monitor:
     lock: threading.Lock = field(default_factory=threading.Lock)
     cpu: float = 0.0
     """CPU seconds spent in :meth:`update` (its thread's and settle's)."""
+    clock: OperatorClock = field(default_factory=OperatorClock)
+    """The outages seen so far: the monitor judges on the operator's clock, as the verdict
+    does (mochaos.invariants.judged), so settling waits out the same deadlines."""
     _cursor: int = 0
+    _markers: list[Marker] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.invariants = invariants.Checker(self.options)
@@ -70,20 +83,32 @@ class Monitor:
             self.update()
 
     def update(self) -> float:
-        """Judge what was recorded since the last update; return the ``now`` judged at."""
+        """Judge what was recorded since the last update; return the ``now`` judged at, on
+        the operator's clock (an apiserver outage stops it)."""
         with self.lock:
             cpu = time.thread_time()
-            now = time.time()  # before reading: every change received by now is read
+            wall = time.time()  # before reading: every change received by now is read
             entries, self._cursor = self.recorder.journal(self._cursor)
+            self._learn_outages(entries)
+            if self.clock.outages:
+                entries = [replace(e, t=self.clock.operator_time(e.t)) for e in entries]
+            now = self.clock.operator_time(wall)
             failed = self.invariants.feed(entries) + self.invariants.poll(now)
             for v in failed:
                 if v.invariant not in self.detections and v.violation:
                     self.detections[v.invariant] = Detection(
-                        v.invariant, time.time(), v.violation.t
+                        v.invariant, time.time(), self.clock.wall_time(v.violation.t)
                     )
                     LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
             self.cpu += time.thread_time() - cpu
             return now
+
+    def _learn_outages(self, entries: list[Entry]) -> None:
+        labels = (APISERVER_UNAVAILABLE, APISERVER_AVAILABLE)
+        found = [e for e in entries if isinstance(e, Marker) and e.label.startswith(labels)]
+        if found:
+            self._markers += found
+            self.clock = OperatorClock.of(History(self._markers))
 
     def activity(self, now: float) -> tuple[float, list[str]]:
         """When the system last moved (our own writes aside) and what is in flight at ``now``."""
