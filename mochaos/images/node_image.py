@@ -31,10 +31,13 @@ from mochaos.cluster.kind_config import KIND_VERSION
 from mochaos.errors import BuildError
 from mochaos.images import go_tools, preloaded, rootfs
 from mochaos.images.archive import DEFAULT_PATH, ImageConfig, Layer, tar_directory, write_archive
+from mochaos.images.gomodule import GoToolchain, module_source
 from mochaos.images.preloaded import HELPER_REPOSITORY, PROVISIONER_REPOSITORY, ImageBuilder
+from mochaos.images.recipe import Steps, elapsed
 from mochaos.paths import cache_dir
 from mochaos.tooling.apply import MANIFESTS
 from mochaos.tooling.docker_cli import DockerCli
+from mochaos.tooling.runner import SubprocessRunner
 
 Progress = Callable[[str], None]
 
@@ -123,16 +126,16 @@ UNWANTED_UNITS = (
 STORAGE_MANIFEST = MANIFESTS / "kind" / "default-storage.yaml"
 
 
+def _module_dir(module: str, version: str) -> Path:
+    """``module@version`` in Go's module cache (fetched from the proxy when missing)."""
+    runner = SubprocessRunner(progress=None)
+    go = GoToolchain.find(runner)
+    return module_source(go, module, version, runner=runner, env={}).directory
+
+
 def _kind_files() -> Path:
-    """kind's node files (``images/base/files``) in the module cache, downloaded if needed."""
-    out = subprocess.run(
-        [build._go(), "mod", "download", "-json", f"sigs.k8s.io/kind@{KIND_VERSION}"],
-        capture_output=True, text=True, cwd=cache_dir(),
-    )  # fmt: skip
-    try:
-        directory = Path(json.loads(out.stdout)["Dir"]) / "images" / "base" / "files"
-    except (ValueError, KeyError) as err:
-        raise BuildError(f"module proxy unreachable: sigs.k8s.io/kind@{KIND_VERSION}") from err
+    """kind's node files (``images/base/files``) of the kind module we pin."""
+    directory = _module_dir("sigs.k8s.io/kind", KIND_VERSION) / "images" / "base" / "files"
     if not directory.is_dir():
         raise BuildError(f"sigs.k8s.io/kind@{KIND_VERSION} has no images/base/files")
     return directory
@@ -143,11 +146,15 @@ def _digest_tree(digest: hashlib._Hash, root: Path) -> None:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
 
 
+def _go_version() -> str:
+    return GoToolchain.find(SubprocessRunner(progress=None)).version
+
+
 def recipe_key(kind_files: Path) -> str:
     """Digest of everything the image is made from: recipe, versions, Go, our sources."""
     digest = hashlib.sha256()
     parts = (RECIPE, SUITE, ",".join(PACKAGES), KIND_VERSION, build.KUBERNETES_VERSION,
-             CRICTL_VERSION, LOCAL_PATH_VERSION, build._go_version(), rootfs.mirror())  # fmt: skip
+             CRICTL_VERSION, LOCAL_PATH_VERSION, _go_version(), rootfs.mirror())  # fmt: skip
     digest.update("\0".join(parts).encode())
     _digest_tree(digest, kind_files)
     for source in (Path(__file__), Path(preloaded.__file__), STORAGE_MANIFEST):
@@ -209,20 +216,8 @@ class NodeImageBuild:
         self.work = cache_dir() / "build" / f"kind-node-{self.key}"
         self.log = self.work / "build.log"
         self.saved = cache_dir() / "images" / f"kind-node-{self.key}.tar"
-        self._step = 0
-        self._t0 = time.monotonic()
 
     STEPS = 6
-
-    def _announce(self, text: str) -> float:
-        self._step += 1
-        self.progress(f"  [{self._step}/{self.STEPS}] {text} …")
-        return time.monotonic()
-
-    def _done(self, text: str, t0: float) -> None:
-        self.progress(
-            f"  [{self._step}/{self.STEPS}] {text} in {build._fmt(time.monotonic() - t0)}"
-        )
 
     def _docker(self, *args: str, what: str, timeout: float = 900.0) -> str:
         result = self.docker.runner(
@@ -245,7 +240,29 @@ class NodeImageBuild:
             return self.ref
         self.work.mkdir(parents=True, exist_ok=True)
         self.progress(f"mo-chaos: building kind node image {self.ref} (log: {self.log})")
-        t = self._announce("Go programs: kubelet, kubeadm, kube-proxy, control plane, crictl")
+        t0 = time.monotonic()
+        steps = Steps("kind node image", self.STEPS, progress=self.progress, log_path=self.log)
+        with steps.step("Go programs: Kubernetes, crictl, the storage provisioner, etcd, CoreDNS"):
+            binaries, wanted = self._programs()
+        with steps.step(f"Debian {SUITE} root file system (debootstrap)"):
+            root = rootfs.debootstrap(SUITE, PACKAGES, self.work / "rootfs", log=self.log)
+        with steps.step("kind's node files, Kubernetes binaries, CNI"):
+            pause_ref = self._lay_out(root, binaries)
+        with steps.step("the images kubeadm and the storage class need"):
+            archives = self._preloaded(root, binaries, wanted, pause_ref)
+        with steps.step("base image (docker load)"):
+            base = self._import_base(root)
+        with steps.step("images into the node's containerd, docker commit"):
+            self._commit(base, archives)
+        shutil.rmtree(root, ignore_errors=True)
+        self._remove_older()
+        self._save()
+        took = elapsed(time.monotonic() - t0)
+        self.progress(f"mo-chaos: kind node image {self.ref} built in {took}")
+        return self.ref
+
+    def _programs(self) -> tuple[dict[str, Path], KubeadmImages]:
+        """Every Go program of the node, and the images kubeadm asks for."""
         binaries = go_tools.obtain(
             [
                 build.component("kubernetes"),
@@ -269,28 +286,7 @@ class NodeImageBuild:
             ],
             progress=self.progress,
         )
-        self._done("Go programs ready", t)
-        t = self._announce(f"Debian {SUITE} root file system (debootstrap)")
-        root = rootfs.debootstrap(SUITE, PACKAGES, self.work / "rootfs", log=self.log)
-        self._done("root file system", t)
-        t = self._announce("kind's node files, Kubernetes binaries, CNI")
-        pause_ref = self._lay_out(root, binaries)
-        self._done("node layout", t)
-        t = self._announce("images kubeadm and the storage class need")
-        archives = self._preloaded(root, binaries, wanted, pause_ref)
-        self._done(f"{len(archives)} image archives", t)
-        t = self._announce("base image (docker import)")
-        base = self._import_base(root)
-        self._done("base image", t)
-        t = self._announce("images into the node's containerd, docker commit")
-        self._commit(base, archives)
-        self._done(self.ref, t)
-        shutil.rmtree(root, ignore_errors=True)
-        self._remove_older()
-        self._save()
-        took = build._fmt(time.monotonic() - self._t0)
-        self.progress(f"mo-chaos: kind node image {self.ref} built in {took}")
-        return self.ref
+        return binaries, wanted
 
     # -- the layout kind's base image has ------------------------------------------------
 
@@ -495,16 +491,7 @@ def _listed(ref: str, listing: str) -> bool:
 
 
 def _kubernetes_source() -> Path:
-    out = subprocess.run(
-        [build._go(), "mod", "download", "-json", f"k8s.io/kubernetes@{build.KUBERNETES_VERSION}"],
-        capture_output=True, text=True, cwd=cache_dir(),
-    )  # fmt: skip
-    try:
-        return Path(json.loads(out.stdout)["Dir"])
-    except (ValueError, KeyError) as err:
-        raise BuildError(
-            f"module proxy unreachable: k8s.io/kubernetes@{build.KUBERNETES_VERSION}"
-        ) from err
+    return _module_dir("k8s.io/kubernetes", build.KUBERNETES_VERSION)
 
 
 def node_image(
