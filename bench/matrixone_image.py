@@ -2,14 +2,14 @@
 
 ``--download``: MatrixOne's module and every dependency into an empty temporary
 ``GOMODCACHE`` (what a first build fetches from the proxy), timed and sized. ``--build``:
-the image's recipe into an empty temporary ``MOCHAOS_CACHE`` twice, first with an empty
-temporary ``GOCACHE`` (cold: every package compiled, the Debian base made), then again
-with the Go cache and the base it left (warm: the image entry alone removed), each step
-timed from the recipe's progress lines; the module cache stays the shared one, so neither
-counts the download. ``--trial``: one namespace's pods as the operator renders them, run in
-Docker (needs ``MOCHAOS_OPERATOR_SRC`` and an engine): time to SQL, to the CN's store being
-listed, and each process's resident memory, with ``--cns`` CN pods. Without options, all
-three. Run: ``python bench/matrixone_image.py --help``.
+the image's recipe into an empty temporary ``MOCHAOS_CACHE`` twice, wall and CPU time:
+first with an empty temporary ``GOCACHE`` (cold: every package compiled, the Debian base
+made), then with the Go cache and the base it left (warm: the image entry alone removed),
+each step timed from the recipe's progress lines; the module cache stays the shared one,
+so neither counts the download. ``--trial``: one namespace's pods as the operator renders
+them, run in Docker (needs ``MOCHAOS_OPERATOR_SRC`` and an engine): time to SQL, to the
+CN's store being listed, and each process's resident memory, with ``--cns`` CN pods.
+Without options, all three. Run: ``python bench/matrixone_image.py --help``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -54,6 +55,12 @@ class StepClock:
             self.started[m[2]] = time.monotonic()
         elif m and m[2] in self.started:
             self.seconds[m[2]] = round(time.monotonic() - self.started[m[2]], 1)
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process, theirs included."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _du(path: Path) -> int:
