@@ -146,6 +146,8 @@ def trial(version: str, cns: int, tmp: Path) -> dict[str, Any]:
         "time_to_processlist_s": round(result.time_to_processlist, 1),
         "rss_mib": {pod: round(v / MIB) for pod, v in result.rss.items()},
         "namespace_rss_mib": round(sum(result.rss.values()) / MIB),
+        "idle_cpu_cores": {pod: round(v, 3) for pod, v in result.idle_cpu.items()},
+        "namespace_idle_cpu_cores": round(sum(result.idle_cpu.values()), 3),
         "sessions_held": result.sessions_held,
         "sessions_from_proxy": result.sessions_from_proxy,
         "sessions_after_release": result.sessions_after_release,

@@ -13,6 +13,7 @@ processlist``, and measures each process's resident memory. It is what tests and
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ SQL_TIMEOUT = 300.0
 REGISTER_TIMEOUT = 120.0
 """SQL answered -> the CN's store in HAKeeper's cluster details (its processlist non-empty)."""
 SETTLE = 20.0
+TICKS = os.sysconf("SC_CLK_TCK")
 """Seconds of idling before resident memory is read."""
 HELD = 3
 
@@ -52,6 +54,8 @@ class TrialResult:
     """All pods started -> ``show processlist`` on the CN lists sessions (its store known)."""
     rss: dict[str, int] = field(default_factory=dict)
     """Resident memory of each pod's process, in bytes, after ``SETTLE`` seconds idle."""
+    idle_cpu: dict[str, float] = field(default_factory=dict)
+    """CPU each pod's process used over those ``SETTLE`` seconds, in cores."""
     sessions_held: int = 0
     """Our sessions ``show processlist`` listed while we held ``HELD``."""
     sessions_from_proxy: int = 0
@@ -60,6 +64,12 @@ class TrialResult:
     sessions_after_release: int = 0
     listed: list[dict[str, object]] = field(default_factory=list)
     """``show processlist`` while the sessions were held (every row, for the evidence)."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a host process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def rss_bytes(pid: int) -> int:
@@ -135,8 +145,14 @@ def run_trial(
         )
         result.time_to_processlist = clock() - t0
         _sessions(sessions, cn.name, result)
+        pids = {p.name: pods.pid(p.name) for p in plan}
+        before, t1 = {pod: cpu_seconds(pid) for pod, pid in pids.items()}, clock()
         time.sleep(SETTLE)
-        result.rss = {p.name: rss_bytes(pods.pid(p.name)) for p in plan}
+        spent = clock() - t1
+        result.rss = {pod: rss_bytes(pid) for pod, pid in pids.items()}
+        result.idle_cpu = {
+            pod: (cpu_seconds(pid) - before[pod]) / spent for pod, pid in pids.items()
+        }
         return result
     except BaseException:
         pods.save_logs(logs)

@@ -73,3 +73,5 @@ def test_held_sessions_count_as_the_proxys_and_are_gone_once_released(trial: Tri
 def test_every_process_is_alive_and_measured(trial: TrialResult) -> None:
     assert set(trial.rss) == set(trial.pods)
     assert all(rss > 64 * MIB for rss in trial.rss.values())
+    assert set(trial.idle_cpu) == set(trial.pods)
+    assert all(0 < cpu < 2 for cpu in trial.idle_cpu.values())
