@@ -208,7 +208,7 @@ COPY_SEPARATOR = "~"
 """Test ids of the extra runs of one case in a batch: ``<case id>~2``, ``~3``, …"""
 
 
-def test_ids(exploration: Exploration) -> list[tuple[str, Case]]:
+def batch_runs(exploration: Exploration) -> list[tuple[str, Case]]:
     """The test id of every run a batch makes, with its case."""
     if not exploration.batch:
         return [(c.id, c) for c in exploration.cases.values()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from mochaos.explore.case import run_case
-from mochaos.explore.plan import load, test_ids
+from mochaos.explore.plan import batch_runs, load
 from mochaos.plugin import run_config
 from mochaos.scenario.engine import Scenario
 
@@ -28,7 +28,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("explore_case", [pytest.param(None, marks=skip)], ids=["none"])
         return
     exploration = load(path)
-    runs = test_ids(exploration)
+    runs = batch_runs(exploration)
     metafunc.parametrize(
         "explore_case", [(exploration, case) for _, case in runs], ids=[i for i, _ in runs]
     )

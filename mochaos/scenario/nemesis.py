@@ -1,12 +1,12 @@
 """The nemesis: the faults a scenario injects, each with proof of when it landed.
 
 A fault may be gated by a trigger (:meth:`Triggers.when`): the action records the
-resourceVersion of the observation that fired the trigger and of its own write, and
-at the end :meth:`Nemesis.verify_windows` re-evaluates the trigger at the write's
-version. A fault that landed after its trigger stopped holding proves nothing: the
-scenario is then inconclusive, never passed and never failed. An operator fault makes
-no write of its own: its proof is a probe write (:meth:`Actions.probe`) made right after a
-kill or a freeze took effect, or right before a restart is sent.
+resourceVersion of the observation that fired the trigger and of its own write; at the
+end :meth:`Nemesis.verify_windows` re-evaluates the trigger on the state just before the
+write (a fault that itself ends the state it aimed at still landed in its window). A
+fault that landed after its trigger stopped holding proves nothing: the scenario is
+then inconclusive. An operator fault makes no write: a probe write
+(:meth:`Actions.probe`) dates it, right after a kill or a freeze, right before a restart.
 """
 
 from __future__ import annotations
@@ -94,10 +94,10 @@ class Nemesis:
         return self._landed(record, trigger, probe=self._probe(trigger))
 
     def verify_windows(self, history: History) -> list[str]:
-        """Re-check every gated fault's trigger at its write's version; the misses, as text."""
+        """Re-check every gated fault's trigger just before its write; the misses, as text."""
         missed = []
         for g in self._gated:
-            held = bool(g.predicate(history.state_at_rv(g.record.write_rv or 0)))
+            held = bool(g.predicate(history.state_at_rv((g.record.write_rv or 1) - 1)))
             self._recorder.resolve_action(g.record.seq, in_window=held)
             if g.fault_seq is not None:
                 self._recorder.resolve_action(g.fault_seq, in_window=held)
