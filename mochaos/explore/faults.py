@@ -96,7 +96,7 @@ def applicable(point: Point, kinds: tuple[str, ...]) -> list[Fault]:
             faults.append(Fault("delete-claim", own))
         elif point.kind == "Pod":
             faults.append(Fault("delete-pod", own))
-            if not (point.attr == "claimed-by" and point.after == "-"):
+            if _labelled(point):
                 faults.append(Fault("remove-label", own))
     for claimset in point.related.get("CNClaimSet", []):
         faults += [Fault("scale-in", claimset), Fault("scale-out", claimset)]
@@ -106,6 +106,13 @@ def applicable(point: Point, kinds: tuple[str, ...]) -> list[Fault]:
         faults.append(Fault("delete-pod", pod))
     faults += [Fault(name) for name, f in FAULTS.items() if f.target_kind is None]
     return [f for f in dict.fromkeys(faults) if f.kind in kinds]
+
+
+def _labelled(point: Point) -> bool:
+    """Whether the pod carried a claimed-by label just after the point (one to remove)."""
+    if point.attr == "claimed-by":
+        return point.after != "-"
+    return bool(point.related.get("CNClaim"))
 
 
 def _target_name(fault: Fault, watch: PointWatch, roles: dict[str, str]) -> str:

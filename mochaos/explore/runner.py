@@ -68,6 +68,8 @@ class Explorer:
         self.folder.mkdir(parents=True)
         self._batches = 0
         self.cases_run = 0
+        self.batches: list[dict[str, Any]] = []
+        """Per batch: what it was, its runs and workers, wall seconds."""
 
     # -- batches -----------------------------------------------------------------------
 
@@ -106,11 +108,11 @@ class Explorer:
                     Run(outcome="error", message="the batch reported no result for it")
                 )
         self.cases_run += total
+        seconds = time.monotonic() - started
+        self.batches.append({"what": what, "runs": total, "seconds": round(seconds, 1),
+                             "workers": min(self.s.workers, total)})  # fmt: skip
         counts = _counts(exploration, runs)
-        print(
-            f"explore: {what}: {counts} in {time.monotonic() - started:.0f}s (pytest exit {code})",
-            flush=True,
-        )
+        print(f"explore: {what}: {counts} in {seconds:.0f}s (pytest exit {code})", flush=True)
 
     def _pytest_args(self, batch: Path, batch_dir: Path, total: int) -> list[str]:
         workers = max(1, min(self.s.workers, total))
@@ -295,6 +297,7 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
         "budget": budget, "depth": s.depth, "repeat": s.repeat, "workers": s.workers,
         "faults": list(s.faults), "cases_run": explorer.cases_run, "seconds": round(wall, 1),
         "cases_per_hour": round(explorer.cases_run / wall * 3600, 1) if wall else None,
+        "batches": explorer.batches,
     })  # fmt: skip
     exploration.save(path)
     html = report.write_html(exploration, explorer.folder / REPORT_FILE)
