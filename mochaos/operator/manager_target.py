@@ -131,7 +131,10 @@ class ManagerTarget:
                 argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )  # fmt: skip
-        return webhooks.ProcessHost(proc.pid, _cmdline(proc.pid))
+        # The argv we started is the process's command line from its exec on: reading it
+        # back from /proc at once could catch it empty on a loaded machine, and a host
+        # recorded with the wrong command line passes for exited (and is never stopped).
+        return webhooks.ProcessHost(proc.pid, list(argv))
 
     def _operator(
         self, cluster: Cluster, launch: ManagerLaunch, log_path: Path, env: LocalMatrixOne
@@ -217,12 +220,6 @@ def _state(cluster: Cluster) -> Path:
     if cluster.state_dir is None:
         raise InfraError(f"cluster {cluster.name} has no state folder", hint="use the local one")
     return cluster.state_dir
-
-
-def _cmdline(pid: int) -> list[str]:
-    from mochaos.procs import cmdline
-
-    return cmdline(pid)
 
 
 def _ensure_namespace(cluster: Cluster, name: str) -> None:
