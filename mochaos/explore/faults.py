@@ -109,10 +109,9 @@ def applicable(point: Point, kinds: tuple[str, ...]) -> list[Fault]:
 
 
 def _labelled(point: Point) -> bool:
-    """Whether the pod carried a claimed-by label just after the point (one to remove)."""
-    if point.attr == "claimed-by":
-        return point.after != "-"
-    return bool(point.related.get("CNClaim"))
+    """Whether the pod carried a claimed-by label right after the point: removing an
+    absent label is a write that changes nothing (no version of its own to prove)."""
+    return point.attrs.get("claimed-by", "-") != "-"
 
 
 def _target_name(fault: Fault, watch: PointWatch, roles: dict[str, str]) -> str:

@@ -48,6 +48,8 @@ class Point:
     """The role is one the workload names (one object), not a rule's (pool pods, new claims)."""
     related: dict[str, list[str]] = field(default_factory=dict)
     """Kind -> the named roles of the objects it referred to, or that referred to it, then."""
+    attrs: dict[str, str] = field(default_factory=dict)
+    """The object's abstract attributes right after it (empty when it is gone)."""
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -145,6 +147,7 @@ def extract(history: History) -> list[Point]:
                     id="", kind=entry.kind, role=role, attr=attr, before=was, after=now,
                     first_seen=round(entry.t - start_t, 3), named=entry.name in roles,
                     related=_related(entry.kind, entry.name, state, roles),
+                    attrs={k: v for k, v in after.items() if k != EXISTS},
                 )  # fmt: skip
     ordered = sorted(seen.values(), key=lambda p: p.first_seen)
     return [_numbered(p, i) for i, p in enumerate(ordered, 1)]

@@ -21,7 +21,7 @@ def _point(label: str):
 def test_a_pod_point_gets_its_own_faults_those_of_the_claims_naming_it_and_the_operators():
     faults = applicable(_point("source pod: phase Bound → Draining"), ALL)
     assert [f.label for f in faults] == [
-        "delete-pod source pod", "remove-label source pod",
+        "delete-pod source pod",  # its label went in the same write: none to remove
         "scale-in migrating set", "scale-out migrating set", "delete-claim migrating claim",
         "restart", "kill", "pause",
     ]  # fmt: skip
@@ -38,6 +38,17 @@ def test_a_pool_pod_is_targeted_as_the_point_and_a_gone_object_gets_no_fault_of_
     assert created == ["delete-pod point", "restart", "kill", "pause"]  # Idle: no label
     gone = [f.label for f in applicable(_point("pool pod: gone"), ALL)]
     assert gone == ["restart", "kill", "pause"]
+
+
+def test_a_labelled_pod_gets_its_label_removed_and_both_claims_naming_it_their_faults():
+    faults = [
+        f.label
+        for f in applicable(_point("target pod: claimed-by holder claim → migrating claim"), ALL)
+    ]
+    assert faults[:2] == ["delete-pod target pod", "remove-label target pod"]
+    assert {"scale-in holder set", "scale-in migrating set", "delete-claim holder claim"} <= set(
+        faults
+    )
 
 
 def test_a_pod_that_just_lost_its_label_gets_no_label_removal():
