@@ -74,8 +74,10 @@ def summary(exploration: Exploration, signatures: list[Signature]) -> str:
 
 
 def _link(case: Case, page: Path) -> str:
-    """The newest run's timeline, relative to the page when it can be."""
-    timeline = next((r.timeline for r in reversed(case.runs) if r.timeline), "")
+    """The newest failed run's timeline (the evidence), else the newest run's; relative to
+    the page when it can be."""
+    runs = [r for r in case.runs if r.outcome == "failed"] or case.runs
+    timeline = next((r.timeline for r in reversed(runs) if r.timeline), "")
     if not timeline:
         return ""
     try:

@@ -59,7 +59,7 @@ def test_failures_are_grouped_by_signature_with_the_smallest_case_and_its_flake_
 
     fake = FakePytest(policy)
     assert explore(_settings(tmp_path, repeat=3), run_pytest=fake) == 1
-    exploration, _ = _exploration(tmp_path)
+    exploration, path = _exploration(tmp_path)
     (sig,) = exploration.signatures
     assert sig["bugs"] == ["B1", "B2", "B5", "B6"]
     assert sig["smallest"] == SEED_CASE  # p03 comes before p05
@@ -70,6 +70,10 @@ def test_failures_are_grouped_by_signature_with_the_smallest_case_and_its_flake_
     assert sig["flake_rate"] == 0.25
     statuses = {c.id: c.status for c in exploration.cases.values()}
     assert statuses["p03-delete-pod.source-pod"] == "inconclusive"
+    page = (path.parent / "exploration.html").read_text()
+    cell = page[page.index(f'title="{SEED_CASE}"') :].split("</td>", 1)[0]
+    assert "test_explore@p03-scale-in.migrating-set_3-" in cell, cell  # its last failed run
+    assert "flaky: finalizer-completes" in cell and "(4 runs)" in cell, cell
     assert statuses["p03-restart"] == "error"
 
 
