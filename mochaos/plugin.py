@@ -132,6 +132,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
+    except MochaosError as err:  # e.g. the remote of a source:<git URL> cannot be reached
+        pytest.exit(f"mo-chaos: {err}", returncode=err.exit_code)
     config.stash[CONFIG_KEY] = cfg
     if workerinput is None:
         config.pluginmanager.register(_SummaryFollower(config), "mochaos-summary")
