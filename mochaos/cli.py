@@ -1,6 +1,6 @@
-"""The ``python -m mochaos`` command line: cluster lifecycle, qualification, re-checking.
+"""The ``python -m mochaos`` command line: cluster lifecycle, qualification, merging, re-checking.
 
-Exit statuses: 0 ok, 1 the operator failed a scenario (qualify) or an invariant
+Exit statuses: 0 ok, 1 the operator failed a scenario (qualify, merge) or an invariant
 (check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
 """
 
@@ -69,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
     q.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+
+    m = sub.add_parser("merge", help="merge shards' report folders into one run folder")
+    m.add_argument("reports", nargs="+", type=Path, help="the shards' report folders")
+    m.add_argument("--out", type=Path, default=Path("merged"),
+                   help="the merged run folder: summary.json, index.html, junit.xml "
+                   "(default: ./merged)")  # fmt: skip
 
     c = sub.add_parser("check", help="re-judge a saved history.jsonl[.gz] with every invariant")
     c.add_argument("history", type=Path, help="a test's history.jsonl (or .jsonl.gz)")
@@ -149,6 +155,21 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if any(v.failed for v in verdicts) else 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from mochaos.report.merge import exit_status, merge
+    from mochaos.report.summary import read_results, terminal_line
+    from mochaos.types import ScenarioResult
+
+    summary = merge(list(args.reports), args.out)
+    for data in read_results(args.out):
+        result = ScenarioResult.from_dict(data)
+        timeline = result.artifacts.get("timeline_md")
+        print(terminal_line(result, Path(timeline) if timeline else None))
+    code = exit_status(summary)
+    print(f"merge: exit {code}; {args.out / 'index.html'}, {summary}, {args.out / 'junit.xml'}")
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
     from mochaos import progress
@@ -161,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "merge":
+            return _merge(args)
         return _qualify(args)
     except MochaosError as err:
         print(f"mo-chaos: {err}", file=sys.stderr)
