@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from mochaos.report.rundir import portable_nodeid
+from mochaos.report.rundir import portable_nodeid, scenario_name
 
 
 class Shard(NamedTuple):
@@ -40,10 +39,7 @@ def parse_shard(text: str) -> Shard:
 
 def shard_key(nodeid: str) -> str:
     """The hash a node id is dealt by: of ``<file name>::<test>``, the same on every machine."""
-    path, sep, rest = nodeid.partition("::")
-    return hashlib.sha256(
-        (PurePosixPath(path.replace("\\", "/")).name + sep + rest).encode()
-    ).hexdigest()
+    return hashlib.sha256(scenario_name(nodeid).encode()).hexdigest()
 
 
 def select(nodeids: Sequence[str], shard: Shard) -> set[str]:

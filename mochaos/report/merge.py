@@ -43,8 +43,10 @@ def find_runs(shards: list[Path]) -> list[ShardRun]:
         for path in sorted(shard.rglob(SUMMARY_FILE)):
             summary = json.loads(path.read_text(encoding="utf-8"))
             # A reports root holds each run twice when its 'latest' link was copied as a folder.
-            runs.setdefault(str(summary.get("run_id") or path.parent.resolve()),
-                            ShardRun(path.parent, summary, shard))  # fmt: skip
+            runs.setdefault(
+                str(summary.get("run_id") or path.parent.resolve()),
+                ShardRun(path.parent, summary, shard),
+            )
     if not runs:
         raise UsageError(
             f"no run folder ({SUMMARY_FILE}) under {', '.join(map(str, shards))}",
@@ -59,8 +61,10 @@ def merge(shards: list[Path], out: Path) -> Path:
     for key in SAME_ACROSS_SHARDS:
         values = sorted({str(r.summary.get(key, "")) for r in runs})
         if len(values) > 1:
-            raise UsageError(f"the shards ran with different {key}: {', '.join(values)}",
-                             hint="merge the shards of one run only")  # fmt: skip
+            raise UsageError(
+                f"the shards ran with different {key}: {', '.join(values)}",
+                hint="merge the shards of one run only",
+            )
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty", hint="give a new folder with --out")
     out.mkdir(parents=True, exist_ok=True)
@@ -68,15 +72,27 @@ def merge(shards: list[Path], out: Path) -> Path:
     for run in runs:
         for result in sorted(run.folder.rglob(RESULT_FILE)):
             _copy_test(result.parent, run.folder, out, origin)
-    meta = {k: _joined(runs, k) for k in ("operator_target", "operator_version",
-                                          "cluster_provider", "k8s_version", "seed")}  # fmt: skip
-    meta["shards"] = [{"run_id": r.summary.get("run_id"), "folder": str(r.folder),
-                       "tests": len(r.summary.get("tests", []))} for r in runs]  # fmt: skip
+    meta = {
+        k: _joined(runs, k)
+        for k in ("operator_target", "operator_version", "cluster_provider", "k8s_version", "seed")
+    }
+    meta["shards"] = [
+        {
+            "run_id": r.summary.get("run_id"),
+            "folder": str(r.folder),
+            "tests": len(r.summary.get("tests", [])),
+        }
+        for r in runs
+    ]
     summary = merge_summary(out, meta=meta)
     write_index(out, title=f"mo-chaos merged run {out.name} — {meta['operator_target']}")
     junits = {p.resolve(): r.shard for r in runs for p in _junit_files(r.shard)}
-    merge_junit([(s.name, p) for p, s in junits.items()], out / JUNIT_FILE,
-                name=f"mo-chaos {meta['operator_target']}", rename_cases=False)  # fmt: skip
+    merge_junit(
+        [(s.name, p) for p, s in junits.items()],
+        out / JUNIT_FILE,
+        name=f"mo-chaos {meta['operator_target']}",
+        rename_cases=False,
+    )
     return summary
 
 
@@ -102,15 +118,18 @@ def verdict_table(run_folder: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
 def _copy_test(folder: Path, run_folder: Path, out: Path, origin: dict[str, Path]) -> None:
     rel = folder.relative_to(run_folder)
     if str(rel) in origin:
-        raise UsageError(f"test folder {rel} is in two shards ({origin[str(rel)]} and "
-                         f"{run_folder})", hint="merge the shards of one run only")  # fmt: skip
+        raise UsageError(
+            f"test folder {rel} is in two shards ({origin[str(rel)]} and {run_folder})",
+            hint="merge the shards of one run only",
+        )
     origin[str(rel)] = run_folder
     dest = out / rel
     shutil.copytree(folder, dest, symlinks=True)
     path = dest / RESULT_FILE
     data = json.loads(path.read_text(encoding="utf-8"))
-    data["artifacts"] = {k: _rebased(v, folder.name, dest)
-                         for k, v in (data.get("artifacts") or {}).items()}  # fmt: skip
+    data["artifacts"] = {
+        k: _rebased(v, folder.name, dest) for k, v in (data.get("artifacts") or {}).items()
+    }
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 

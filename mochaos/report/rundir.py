@@ -56,6 +56,12 @@ def portable_nodeid(nodeid: str) -> str:
     return path.replace("\\", "/").rpartition("site-packages/")[2] + sep + rest
 
 
+def scenario_name(nodeid: str) -> str:
+    """``<test file name>::<test>``: a test's name whatever the rootdir or install place."""
+    path, sep, rest = portable_nodeid(nodeid).partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
+
+
 def test_dir(run_dir: Path, nodeid: str) -> Path:
     """Create and return the folder of one test inside ``run_dir``.
 
