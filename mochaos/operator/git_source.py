@@ -36,18 +36,13 @@ _SCP = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:(?!//)")
 """scp-like syntax: ``git@github.com:matrixorigin/matrixone-operator.git``."""
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
-_OFFLINE = (
-    "could not resolve host", "could not resolve hostname", "failed to connect",
-    "connection refused", "timed out", "network is unreachable", "no route to host",
-    "temporary failure in name resolution", "ssl", "proxy", "connection reset",
-)  # fmt: skip
-"""Failures of the network or the remote host: infrastructure."""
 _USERS = (
     "does not appear to be a git repository", "repository not found", "not found",
     "error: 404", "authentication failed", "permission denied", "couldn't find remote ref",
     "invalid refspec", "could not read username",
 )  # fmt: skip
-"""A wrong URL, revision or missing credentials: the user's to fix."""
+"""A wrong URL, revision or missing credentials: the user's to fix. Any other failure (no
+network, a refused or timed-out connection, a broken remote) is the infrastructure's."""
 
 
 def is_url(value: str) -> bool:
@@ -172,8 +167,7 @@ def _run_git(args: list[str], *, what: str, url: str) -> None:
         (ln for ln in lines if ln.lower().startswith(("fatal:", "error:"))),
         lines[-1] if lines else f"git exit {proc.returncode}",
     )
-    low = proc.stderr.lower()
-    if not any(p in low for p in _OFFLINE) and any(p in low for p in _USERS):
+    if blames_user(proc.stderr):
         raise UsageError(
             f"{what} {url} failed: {why}",
             hint="check the URL, the revision and your access to the repository",
@@ -183,6 +177,12 @@ def _run_git(args: list[str], *, what: str, url: str) -> None:
         hint="the remote could not be reached; check the network or credentials "
         "helper, or use a local mirror (source:<dir>@<rev>)",
     )
+
+
+def blames_user(stderr: str) -> bool:
+    """Whether git's error output says the user's input is wrong (else: infrastructure)."""
+    low = stderr.lower()
+    return any(p in low for p in _USERS)
 
 
 def _ensure_mirror(url: str) -> tuple[Path, bool]:

@@ -206,3 +206,30 @@ def test_pytest_stops_before_any_test_with_the_right_status(tmp_path: Path, clos
     malformed = _collect(tmp_path, "source:ftp://host/op.git")
     assert malformed.returncode == 4, malformed.stdout + malformed.stderr
     assert "unsupported URL scheme 'ftp'" in malformed.stderr
+
+
+@pytest.mark.parametrize(
+    ("stderr", "users"),
+    [
+        ("remote: Repository not found.\nfatal: repository 'https://github.com/o/x.git/' not "
+         "found", True),
+        ("fatal: unable to access 'https://h/o/r.git/': The requested URL returned error: 404",
+         True),
+        ("git@github.com: Permission denied (publickey).\nfatal: Could not read from remote "
+         "repository.", True),
+        ("fatal: could not read Username for 'https://github.com': terminal prompts disabled",
+         True),
+        ("fatal: couldn't find remote ref refs/pull/9/head", True),
+        ("fatal: unable to access 'https://github.com/o/r.git/': Could not resolve host: "
+         "github.com", False),
+        ("ssh: connect to host github.com port 22: Connection timed out\nfatal: Could not read "
+         "from remote repository.\n\nPlease make sure you have the correct access rights\nand "
+         "the repository exists.", False),
+        ("fatal: unable to access 'https://h/r/': SSL certificate problem: self-signed "
+         "certificate", False),
+        ("error: RPC failed; curl 56 Recv failure: Connection reset by peer\nfatal: early EOF",
+         False),
+    ],
+)  # fmt: skip
+def test_git_failures_blame_the_user_only_for_what_the_user_can_fix(stderr: str, users: bool):
+    assert gs.blames_user(stderr) is users
