@@ -48,7 +48,8 @@ def render(columns: list[Build]) -> str:
     )
     rows = "\n".join(_row(columns, name) for name in names)
     legend = " ".join(
-        f'<span class="key" style="background:{c}">{_e(s)}</span>'
+        f'<span class="key" style="background:{c}{";color:#000" if s == NOT_RUN else ""}">'
+        f"{_e(s)}</span>"
         for s, c in STATUS_COLOURS.items()
     )
     cells_css = "".join(
