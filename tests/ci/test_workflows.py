@@ -6,8 +6,8 @@ model: the environment variables the workflows read name a model profile and a s
 selection, nothing else differs from what GitHub runs. The pull-request workflow's two
 shards of the main job, merged, hold exactly the shards' verdicts and violated invariants,
 and the outcomes of one unsharded run; the violated invariants of two independent runs are
-not compared, since one scenario's differ from run to run by design (the ``source-reclaimed``
-sweep scales in as the migration ends: with or without ``scalein-skips-migrating``). The
+not compared, since a scenario's may differ between runs (seen once, at a load of ~17 on
+two cores: the ``source-reclaimed`` sweep without ``scalein-skips-migrating``). The
 nightly workflow, run on two nights, qualifies the newest build against the last good one
 and keeps the history.
 """
