@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import UsageError
+from mochaos.shard import Shard, parse_shard
 
 # -- thresholds (operator-time seconds), the one set of defaults -----------------------
 
@@ -180,6 +181,11 @@ SETTINGS: tuple[Setting, ...] = (
             False, _bool, switch=True),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
             _path),
+    Setting("explore", "--mochaos-explore", "an exploration.json (python -m mochaos explore): "
+            "pytest --pyargs mochaos.explore runs one test per case it lists", None, _path),
+    Setting("shard", "--mochaos-shard", "run shard i of n of the collected scenarios (i/n, "
+            "dealt by node id; merge the shards' reports with `mochaos merge`)", None,
+            parse_shard),
     Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
             group="kind"),
     Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
@@ -218,6 +224,8 @@ class RunConfig:
     allow_context: tuple[str, ...] = ()
     keep_cluster: bool = False
     reports_dir: Path = Path("reports")
+    explore: Path | None = None
+    shard: Shard | None = None
     mo_image: str | None = None
     mo_version: str | None = None
     minio: str = "auto"

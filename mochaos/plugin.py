@@ -10,6 +10,7 @@ one line per scenario. Fixtures: ``mochaos`` (the run's settings), ``cluster``,
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import secrets
@@ -59,9 +60,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             groups[s.group].addoption(
                 s.flag, default=None, help=help_text, choices=s.choices or None,
-                type=None if s.parse is str else s.parse,
+                type=None if s.parse is str else _option_type(s.parse),
             )  # fmt: skip
         parser.addini(s.ini, help=s.help, default=None)
+
+
+def _option_type(parse: Any) -> Any:
+    """``parse`` for argparse: its ValueError's message is the one line pytest prints."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return convert
 
 
 @pytest.hookimpl(wrapper=True)
@@ -132,6 +145,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
+    except MochaosError as err:  # e.g. the remote of a source:<git URL> cannot be reached
+        pytest.exit(f"mo-chaos: {err}", returncode=err.exit_code)
     config.stash[CONFIG_KEY] = cfg
     if workerinput is None:
         config.pluginmanager.register(_SummaryFollower(config), "mochaos-summary")
@@ -333,10 +348,31 @@ class _SummaryFollower:
             _merge_summary(self._config)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--mochaos-shard i/n``: keep this shard's share of what -k/-m left (mochaos.shard)."""
+    cfg = config.stash.get(CONFIG_KEY, None)
+    if cfg is None or cfg.shard is None:
+        return
+    from mochaos.shard import select
+
+    keep = select([item.nodeid for item in items], cfg.shard)
+    dropped = [item for item in items if item.nodeid not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.nodeid in keep]
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller merges every test's result into the run's summary.json and index."""
+    """The controller merges every test's result into the run's summary.json and index.
+
+    A shard that no scenario fell to ran nothing by design: it exits 0, not 5."""
     if getattr(session.config, "workerinput", None) is not None:
         return
+    cfg = session.config.stash.get(CONFIG_KEY, None)
+    if cfg is not None and cfg.shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        progress.announce(f"shard {cfg.shard}: no scenario of this selection fell to this shard")
+        session.exitstatus = pytest.ExitCode.OK
     _merge_summary(session.config)
 
 
