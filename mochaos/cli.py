@@ -104,6 +104,7 @@ def _qualify(args: argparse.Namespace) -> int:
     import re
 
     from mochaos.operator import parse_target
+    from mochaos.operator.leftovers import sweep
     from mochaos.report import compare
     from mochaos.report.qualify import qualify
     from mochaos.report.rundir import new_run_id
@@ -111,11 +112,18 @@ def _qualify(args: argparse.Namespace) -> int:
     # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
     for spec in args.operator:
         parse_target(spec, {"cluster": args.cluster})
+    # Targets run one after another on one cluster: nothing of one may be left for the next.
+    print(f"qualify: {sweep(f'before {args.operator[0]}', provider=args.cluster).line()}",
+          flush=True)  # fmt: skip
+
+    def after(spec: str):
+        return lambda: sweep(f"after {spec}", provider=args.cluster).to_dict()
+
     if len(args.operator) == 1:
         return qualify(
             operator=args.operator[0], cluster=args.cluster, repeat=args.repeat,
             keyword=args.keyword, suites=args.suites, out_root=args.reports_dir,
-            extra_args=list(args.pytest_args),
+            extra_args=list(args.pytest_args), after_runs=after(args.operator[0]),
         )  # fmt: skip
     out = args.reports_dir / f"compare-{new_run_id()}"
     codes, reports = [], []
@@ -125,6 +133,7 @@ def _qualify(args: argparse.Namespace) -> int:
         codes.append(qualify(
             operator=spec, cluster=args.cluster, repeat=args.repeat, keyword=args.keyword,
             suites=args.suites, out_root=root, extra_args=list(args.pytest_args),
+            after_runs=after(spec),
         ))  # fmt: skip
         reports += [json.loads(p.read_text()) for p in root.glob("qual-*/qualification.json")]
     table = compare.write(out, reports)

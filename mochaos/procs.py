@@ -143,6 +143,13 @@ def listeners(port: int) -> list[int]:
                   if p.name.isdigit() and _holds(p, inodes))  # fmt: skip
 
 
+def holders(path: Path) -> list[int]:
+    """The pids of the processes that have the file ``path`` open."""
+    target = {str(path.resolve())}
+    return sorted(int(p.name) for p in Path("/proc").iterdir()
+                  if p.name.isdigit() and _holds(p, target))  # fmt: skip
+
+
 def _holds(proc: Path, links: set[str]) -> bool:
     """True when the process ``proc`` (a /proc folder) has an open file among ``links``."""
     try:

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import attached, build, doubles_host, events, leases
+from mochaos.cluster import attached, build, doubles_host, events, in_use, leases
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec, registered
@@ -152,7 +152,8 @@ class LocalProvider:
         An existing cluster gets its supervisor back if it died, which restarts whatever
         exited meanwhile; a double that does not run, or runs another command than this
         mo-chaos would start, is started afresh once the control plane answers; only a
-        cluster that does not recover is recreated.
+        cluster that does not recover is recreated. This process then counts as using the
+        cluster until it exits (:mod:`mochaos.cluster.in_use`).
         """
         with self._lock():
             if not build.all_built():
@@ -160,6 +161,7 @@ class LocalProvider:
             if self.cluster_dir.exists():
                 problem = self._recover()
                 if problem is None:
+                    in_use.share(self.cluster_dir)
                     return self._cluster()
                 _say(f"cluster {self.cluster_name} did not recover ({problem}); recreating it")
                 self._delete()
@@ -169,7 +171,15 @@ class LocalProvider:
             self._supervise_components()
             self._start_doubles()
             _say(f"cluster {self.cluster_name} ready in {time.monotonic() - t0:.1f}s")
+            in_use.share(self.cluster_dir)
             return self._cluster()
+
+    def current(self) -> Cluster | None:
+        """The cluster as it runs now (nothing started, nothing held), or None when its
+        control plane does not run."""
+        if not self.kubeconfig_path().is_file() or self._control_plane_problems():
+            return None
+        return self._cluster()
 
     def _recover(self) -> str | None:
         """Bring an existing cluster back under supervision; None when it is healthy again,

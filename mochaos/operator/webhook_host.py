@@ -241,7 +241,7 @@ class WebhookHost:
             self._join()
             return data
 
-    def release(self, cleanup: Callable[[], None]) -> None:
+    def release(self, cleanup: Callable[[], object]) -> None:
         """Leave; the last user runs ``cleanup()`` (the webhook configurations) and stops the
         host, waiting until it is gone and its port free."""
         with self._locked("leave it"):
@@ -254,6 +254,25 @@ class WebhookHost:
                 found = self._recorded()
                 if found is not None:
                     self._stop(found)
+
+    def reclaim(self) -> list[str]:
+        """Once nobody uses the host: stop a recorded or unrecorded host of this cluster left
+        running (a killed run's); one line per thing found. While users remain, one line
+        naming them, and nothing touched."""
+        with self._locked("reclaim it"):
+            users = self._users()
+            if users:
+                return [f"the operator's webhook host is still used by pytest processes {users}"]
+            out = []
+            found = self._recorded()
+            if found is not None and found.handle.alive():
+                self._stop(found)
+                out.append(f"the webhook host of operator build {found.build[:12]} was still "
+                           "running (stopped)")  # fmt: skip
+            elif found is not None:
+                self._forget()
+            out += self._stop_unrecorded()
+            return out
 
     def _replace(self, found: Recorded) -> None:
         """Make way for a new host: a live host of another build is stopped when nobody uses
@@ -283,17 +302,26 @@ class WebhookHost:
                 hint="stop it by hand, or `python -m mochaos cluster down`",
             )
         self._forget()
-        if not wait_gone(lambda: not port_free(self.port), PORT_FREE_TIMEOUT):
-            announce(f"port {self.port} still taken {PORT_FREE_TIMEOUT:.0f}s after the "
-                     f"webhook host stopped (pids {listeners(self.port)})")  # fmt: skip
+        if not wait_gone(lambda: bool(self._our_listeners()), PORT_FREE_TIMEOUT):
+            left = self._our_listeners()
+            announce(f"port {self.port} still held by this cluster's webhook host "
+                     f"{PORT_FREE_TIMEOUT:.0f}s after it stopped (pids {left})")  # fmt: skip
 
-    def _stop_unrecorded(self) -> None:
+    def _our_listeners(self) -> list[int]:
+        """The processes listening on the port whose command line names this cluster's
+        certificate folder (a host of ours, process or container)."""
+        ours = f"{CERT_FLAG}={self.state / 'certs'}"
+        return [pid for pid in listeners(self.port) if ours in cmdline(pid)]
+
+    def _stop_unrecorded(self) -> list[str]:
         """Stop a host of this cluster that listens on the port with no record (an older
         mo-chaos lost it): by pid, after checking that its command line names this cluster's
-        certificate folder."""
-        ours = f"{CERT_FLAG}={self.state / 'certs'}"
-        for pid in listeners(self.port):
-            argv = cmdline(pid)
-            if ours in argv and stop_group(pid, argv, STOP_GRACE, started=start_time(pid)):
-                announce(f"stopped an unrecorded webhook host of this cluster (pid {pid})")
-        wait_gone(lambda: any(ours in cmdline(p) for p in listeners(self.port)), PORT_FREE_TIMEOUT)
+        certificate folder. One line per host stopped."""
+        out = []
+        for pid in self._our_listeners():
+            if stop_group(pid, cmdline(pid), STOP_GRACE, started=start_time(pid)):
+                out.append(f"an unrecorded webhook host of this cluster (pid {pid}) was "
+                           "listening (stopped)")  # fmt: skip
+                announce(out[-1])
+        wait_gone(lambda: bool(self._our_listeners()), PORT_FREE_TIMEOUT)
+        return out

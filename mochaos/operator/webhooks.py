@@ -196,18 +196,24 @@ def register(cluster: Cluster, docs: tuple[dict[str, Any], ...]) -> None:
                 replace(CONFIG_NAME, doc)
 
 
-def unregister(cluster: Cluster) -> None:
-    """Remove the two webhook configurations (absent is fine)."""
+def unregister(cluster: Cluster) -> list[str]:
+    """Remove the two webhook configurations (absent is fine); the kinds that were there."""
+    removed = []
     with api_client(cluster.kubeconfig, user_agent="mochaos/install",
                     context=cluster.context) as api:  # fmt: skip
         adm = client.AdmissionregistrationV1Api(api)
-        for delete in (adm.delete_mutating_webhook_configuration,
-                       adm.delete_validating_webhook_configuration):  # fmt: skip
+        for kind, delete in (
+            ("MutatingWebhookConfiguration", adm.delete_mutating_webhook_configuration),
+            ("ValidatingWebhookConfiguration", adm.delete_validating_webhook_configuration),
+        ):  # fmt: skip
             try:
                 delete(CONFIG_NAME)
             except ApiException as err:
                 if err.status != 404:
                     raise
+            else:
+                removed.append(kind)
+    return removed
 
 
 def tls_context(ca_file: Path) -> ssl.SSLContext:
