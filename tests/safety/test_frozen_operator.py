@@ -14,8 +14,8 @@ from mochaos.types import OPERATOR_FROZEN, OPERATOR_THAWED, History
 
 from .helpers import CHILD, ROOT, child_env, needs_binaries, run_child
 
-SEED = "mochaos/suites/test_scalein_during_migration.py::test_scalein_during_migration"
 RUNS = 10
+"""As many as ``child/seed_runs.py`` has."""
 FREEZE = 15.0
 """Seconds frozen: longer than the finalize timeout at --time-scale 0.2 (12 s)."""
 AFTER = (3.0, 30.0)
@@ -33,7 +33,7 @@ def test_an_operator_frozen_from_outside_is_never_failed(private_cluster, tmp_pa
         cwd=ROOT,
     )  # fmt: skip
     try:
-        run = run_child(tmp_path, "--keep-duplicates", *[SEED] * RUNS, "-n", "5",
+        run = run_child(tmp_path, str(CHILD / "seed_runs.py"), "-n", "5",
                         "--operator", "model:fixed", env=env, timeout=1500)  # fmt: skip
     finally:
         freezer.send_signal(signal.SIGTERM)
