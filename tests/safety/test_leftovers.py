@@ -42,21 +42,24 @@ CLONESETS = "clonesets.apps.kruise.io"
 
 
 @pytest.fixture(scope="module")
-def swept_cluster() -> Iterator[Cluster]:
-    """A private cluster, running, used by no process; the sweep's default cluster."""
+def swept_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A private cluster in a private state folder (the sweep reaps dead runs: only its
+    own), running, used by no process; the sweep's default cluster."""
     name = private_cluster_name()
-    env = child_env(MOCHAOS_CLUSTER_NAME=name)
-    try:
-        up = subprocess.run([sys.executable, "-m", "mochaos", "cluster", "up"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert up.returncode == 0, up.stderr[-3000:]
-        cluster = LocalProvider(name=name).current()
-        assert cluster is not None
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("MOCHAOS_CLUSTER_NAME", name)
+    state = tmp_path_factory.mktemp("sweep-state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MOCHAOS_STATE", str(state))
+        patch.setenv("MOCHAOS_CLUSTER_NAME", name)
+        try:
+            up = subprocess.run([sys.executable, "-m", "mochaos", "cluster", "up"], cwd=ROOT,
+                                env=child_env(), capture_output=True, text=True,
+                                timeout=600)  # fmt: skip
+            assert up.returncode == 0, up.stderr[-3000:]
+            cluster = LocalProvider(name=name).current()
+            assert cluster is not None
             yield cluster
-    finally:
-        remove_private_cluster(name)
+        finally:
+            remove_private_cluster(name)
 
 
 def _namespace(api: client.ApiClient, name: str) -> None:
