@@ -15,8 +15,7 @@ import pytest
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import UsageError
 from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import source_draining
-from mochaos.scenario.recipes import build_seed
+from mochaos.scenario.recipes import build_seed, scale_in_during_migration
 from mochaos.types import Cluster
 
 pytestmark = pytest.mark.scenario
@@ -43,9 +42,4 @@ def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
         finally:
             provider.start_component(saved)
         sc.recorder.mark(f"{name} started")
-    sc.agent.request_migration(seed.x, target=seed.b)
-    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
-    sc.scale_claimset("s1", replicas=1, trigger=draining)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    scale_in_during_migration(sc, seed)

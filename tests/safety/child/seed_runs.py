@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import source_draining
-from mochaos.scenario.recipes import build_seed
+from mochaos.scenario.recipes import build_seed, scale_in_during_migration
 
 pytestmark = pytest.mark.scenario
 
@@ -16,11 +15,4 @@ RUNS = 10
 
 @pytest.mark.parametrize("run", range(RUNS))
 def test_seed(scenario: Scenario, run: int):
-    sc = scenario
-    seed = build_seed(sc)
-    sc.agent.request_migration(seed.x, target=seed.b)
-    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
-    sc.scale_claimset("s1", replicas=1, trigger=draining)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    scale_in_during_migration(scenario, build_seed(scenario))
