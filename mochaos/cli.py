@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from mochaos import __version__
 from mochaos.cluster import PROVIDERS
@@ -144,14 +145,22 @@ def _qualify(args: argparse.Namespace) -> int:
     import re
 
     from mochaos.operator import parse_target
+    from mochaos.operator.leftovers import sweep
     from mochaos.report import compare
     from mochaos.report.rundir import new_run_id
 
     # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
     for spec in args.operator:
         parse_target(spec, {"cluster": args.cluster})
+    # Targets run one after another on one cluster: nothing of one may be left for the next.
+    print(f"qualify: {sweep(f'before {args.operator[0]}', provider=args.cluster).line()}",
+          flush=True)  # fmt: skip
+
+    def after(spec: str) -> Callable[[], dict[str, Any]]:
+        return lambda: sweep(f"after {spec}", provider=args.cluster).to_dict()
+
     if len(args.operator) == 1:
-        code, _ = _qualify_one(args, args.operator[0], args.reports_dir)
+        code, _ = _qualify_one(args, args.operator[0], args.reports_dir, after(args.operator[0]))
         _write_history(args)
         return code
     out = args.reports_dir / f"compare-{new_run_id()}"
@@ -159,7 +168,7 @@ def _qualify(args: argparse.Namespace) -> int:
     for i, spec in enumerate(args.operator, 1):
         root = out / f"{i}-{re.sub(r'[^A-Za-z0-9._-]+', '_', spec)[:60]}"
         root.mkdir(parents=True)
-        code, qdir = _qualify_one(args, spec, root)
+        code, qdir = _qualify_one(args, spec, root, after(spec))
         codes.append(code)
         reports.append(json.loads((qdir / "qualification.json").read_text()))
     table = compare.write(out, reports)
@@ -201,9 +210,11 @@ def _explore(args: argparse.Namespace) -> int:
     return runner.explore(settings)
 
 
-def _qualify_one(args: argparse.Namespace, spec: str, root: Path) -> tuple[int, Path]:
+def _qualify_one(
+    args: argparse.Namespace, spec: str, root: Path, after_runs: Callable[[], dict[str, Any]]
+) -> tuple[int, Path]:
     """Qualify ``spec`` into ``root``; (exit status, its qualification folder), appended to
-    ``--history`` when given."""
+    ``--history`` when given. ``after_runs`` sweeps the cluster once the target's runs end."""
     from mochaos.report import history
     from mochaos.report.qualify import qualify
 
@@ -211,6 +222,7 @@ def _qualify_one(args: argparse.Namespace, spec: str, root: Path) -> tuple[int, 
     code = qualify(
         operator=spec, cluster=args.cluster, repeat=args.repeat, keyword=args.keyword,
         suites=args.suites, out_root=root, extra_args=list(args.pytest_args),
+        after_runs=after_runs,
     )  # fmt: skip
     (qdir,) = set(root.glob("qual-*")) - before
     if args.history is not None:

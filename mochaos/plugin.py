@@ -520,8 +520,8 @@ def recorder(
     request: pytest.FixtureRequest, cluster: Cluster, namespace: str, mochaos: RunConfig
 ) -> Iterator[Any]:
     """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
-    availability, the cluster's restarts), streaming the history into the test's report
-    folder as it records."""
+    availability, the cluster's restarts, the local cluster's doubles), streaming the
+    history into the test's report folder as it records."""
     from mochaos.observe.recorder import Recorder
     from mochaos.report.artifacts import HISTORY_FILE
 
@@ -532,6 +532,10 @@ def recorder(
     rec.watch_availability()
     if cluster.events_log is not None:
         rec.follow_cluster(cluster.events_log)
+    if cluster.provider == "local":
+        from mochaos.cluster.local import LocalProvider
+
+        rec.watch_dependencies(LocalProvider(name=cluster.name).dependency_checks())
     yield rec
     rec.stop()
     api.close()
@@ -551,6 +555,8 @@ def scenario(
     from mochaos.scenario.engine import RunInfo, Scenario
 
     recorder.follow_operator(operator)
+    # An operator run as a local process (model, binary:, source:) is watched for SIGSTOP.
+    recorder.watch_freezes(lambda: getattr(operator, "pid", None))
     run = RunInfo(
         run_id=mochaos.run_id,
         seed=mochaos.chaos_seed,

@@ -115,6 +115,16 @@ APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
 """Label of the marker that starts a period the apiserver did not answer."""
 APISERVER_AVAILABLE = "cluster: apiserver available again"
 """Label prefix of the marker that ends it (the period's length follows)."""
+DEPENDENCY_UNAVAILABLE = "cluster: dependency unavailable"
+"""Label prefix of the marker that starts a period a process the operator depends on (the
+MatrixOne double, the workload controller) was down or unhealthy: ``…: <name> (<why>)``."""
+DEPENDENCY_AVAILABLE = "cluster: dependency available again"
+"""Label prefix of the marker that ends it: ``…: <name> after <seconds>s``."""
+OPERATOR_FROZEN = "operator: process stopped"
+"""Label prefix of the marker that starts a period the operator's process was stopped
+(SIGSTOP: the framework's pause fault, or someone else): ``…: <pid> (SIGSTOP)``."""
+OPERATOR_THAWED = "operator: process running again"
+"""Label prefix of the marker that ends it: ``… after <seconds>s``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mochaos.errors import UsageError
-from mochaos.operator import webhooks
+from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.container import (
     DEFAULT_ENTRYPOINT,
     ContainerHost,
@@ -79,7 +79,7 @@ class ContainerTarget(ManagerTarget):
 
     def _spawn_host(
         self, cluster: Cluster, launch: ManagerLaunch, certs: Path, log: Path
-    ) -> webhooks.HostHandle:
+    ) -> webhook_host.HostHandle:
         """The webhook host: a container of the image with webhooks on, our certificates
         mounted; its output followed into ``log``."""
         spec = manager_container(

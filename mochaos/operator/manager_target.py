@@ -13,15 +13,13 @@ below are sized from them.
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mochaos.errors import InfraError, UsageError
 from mochaos.operator import crds as crd_install
-from mochaos.operator import webhooks
+from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
 from mochaos.progress import announce
@@ -80,6 +78,8 @@ class ManagerTarget:
     images: tuple[str, ...] = ()
     crds = "operator"
     time_scaled = False
+    webhook_port = webhooks.PORT
+    """Where the webhook host serves: the manager's fixed port (a stand-in's in tests)."""
 
     def __init__(
         self,
@@ -99,7 +99,7 @@ class ManagerTarget:
         self._binary = binary
         self._build = build
         self.ready_timeout = ready_timeout
-        self._host: webhooks.WebhookHost | None = None
+        self._host: webhook_host.WebhookHost | None = None
         self._cluster: Cluster | None = None
 
     @property
@@ -123,17 +123,10 @@ class ManagerTarget:
 
     def _spawn_host(
         self, cluster: Cluster, launch: ManagerLaunch, certs: Path, log: Path
-    ) -> webhooks.HostHandle:
+    ) -> webhook_host.HostHandle:
         """Start the webhook host's manager (detached) with its log in ``log``."""
         argv, env = launch.prepare(cluster)
-        argv += webhooks.host_args(certs)
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )  # fmt: skip
-        _wait_exec(proc, argv)
-        return webhooks.ProcessHost(proc.pid, list(argv))
+        return webhook_host.spawn([*argv, *webhooks.host_args(certs)], env, log)
 
     def _operator(
         self, cluster: Cluster, launch: ManagerLaunch, log_path: Path, env: LocalMatrixOne
@@ -157,36 +150,51 @@ class ManagerTarget:
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
         )
         self._cluster = cluster
-        self._host = webhooks.WebhookHost(
-            state=_state(cluster) / "operator-webhooks", build=build, attach_to=_state(cluster)
-        )
+        self._host = webhook_host.WebhookHost(
+            state=_state(cluster) / "operator-webhooks", build=build, attach_to=_state(cluster),
+            port=self.webhook_port,
+        )  # fmt: skip
         self._host.acquire(lambda: self._start_webhook_host(cluster))
 
-    def _start_webhook_host(self, cluster: Cluster) -> webhooks.HostHandle:
-        webhooks.check_port_free()
+    def _start_webhook_host(self, cluster: Cluster) -> webhook_host.HostHandle:
+        """Start the host (the caller holds its lock and checked the port), wait until it
+        serves, register the webhooks it answers; its handle."""
         state = _state(cluster) / "operator-webhooks"
         certs = webhooks.make_certificates(state / "certs")
         _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)
+        handle = self._serve_webhooks(cluster, state)
+        port, ctx = self.webhook_port, webhooks.tls_context(certs / "caBundle")
+        try:
+            crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
+            hooks = [
+                h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx, port)
+            ]
+            ca = (certs / "caBundle").read_bytes()
+            webhooks.register(cluster, webhooks.configurations(hooks, ca, port))
+        except BaseException:
+            handle.stop()
+            raise
+        webhooks.announce_hooks(hooks, port)
+        return handle
+
+    def _serve_webhooks(self, cluster: Cluster, state: Path) -> webhook_host.HostHandle:
+        """Start the host's manager with the certificates in ``state/certs`` and wait until
+        it completes a TLS handshake on :attr:`webhook_port` (stopped when it does not)."""
+        certs = webhooks.make_certificates(state / "certs")
         launch = ManagerLaunch(
             binary=self._manager_path, namespace=webhooks.WEBHOOK_NAMESPACE,
             workdir=state / "host", hosts_file=None, webhooks=True,
         )  # fmt: skip
         log = state / "host" / "manager.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:{webhooks.PORT}")
+        port = self.webhook_port
+        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:{port}")
         handle = self._spawn_host(cluster, launch, certs, log)
-        ctx = webhooks.tls_context(certs / "caBundle")
         try:
-            webhooks.wait_serving(ctx, log, handle.alive)
-            crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
-            hooks = [h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx)]
-            webhooks.register(
-                cluster, webhooks.configurations(hooks, (certs / "caBundle").read_bytes())
-            )
+            webhooks.wait_serving(webhooks.tls_context(certs / "caBundle"), log, handle.alive, port)
         except BaseException:
             handle.stop()
             raise
-        webhooks.announce_hooks(hooks)
         return handle
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> RunningOperator:
@@ -219,29 +227,6 @@ def _state(cluster: Cluster) -> Path:
     if cluster.state_dir is None:
         raise InfraError(f"cluster {cluster.name} has no state folder", hint="use the local one")
     return cluster.state_dir
-
-
-EXEC_TIMEOUT = 10.0
-"""Seconds a started process may take to show its command line."""
-
-
-def _wait_exec(
-    proc: subprocess.Popen, argv: list[str], read: Callable[[int], list[str]] | None = None
-) -> None:
-    """Wait until the new process shows ``argv`` as its command line (or has exited).
-
-    Popen returns once the kernel released the parent, which is before the new program's
-    arguments are in place: on a loaded machine /proc/<pid>/cmdline is still empty for a
-    while, and a host judged by its command line then passes for exited (and is never
-    stopped, since the same check says it is not ours). ``read``: how a command line is
-    read (a test's stand-in; default /proc).
-    """
-    from mochaos.procs import cmdline
-
-    read = read or cmdline
-    deadline = time.monotonic() + EXEC_TIMEOUT
-    while proc.poll() is None and read(proc.pid) != argv and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 def _ensure_namespace(cluster: Cluster, name: str) -> None:

@@ -11,6 +11,7 @@ scenario's result.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from mochaos import invariants
 from mochaos.config import CheckOptions
+from mochaos.invariants.judged import dependency_outages, describe, external_freezes
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
@@ -147,9 +149,12 @@ class Checker:
             self._recorder.barrier(timeout=timeout)
             while True:
                 now = self.monitor.update()
-                # Our own writes (the agent's retries) do not count as the system being busy.
+                # Our own writes (the agent's retries) do not count as the system being busy;
+                # a dependency down is no calm: wait for its recovery (or the deadline).
                 last, busy = self.monitor.activity(now)
-                if now - last >= quiet and not busy:
+                down = [p for p in dependency_outages(self._recorder.history())
+                        if not math.isfinite(p.end)]  # fmt: skip
+                if now - last >= quiet and not busy and not down:
                     self._recorder.mark("settled")
                     return True
                 if time.monotonic() >= deadline:
@@ -164,6 +169,9 @@ class Checker:
         verdicts = invariants.evaluate(history, self.options, final=True)
         failed = [v for v in verdicts if v.failed]
         outcome = "failed" if failed else ("inconclusive" if missed else "passed")
+        excuse = not_the_operators(history) if failed else None
+        if excuse is not None:
+            outcome = excuse[0]
         retries = count_retries(history)
         result = ScenarioResult(
             nodeid=nodeid,
@@ -187,6 +195,8 @@ class Checker:
         }
         result.monitor_cpu = round(self.monitor.cpu, 4)
         result.message = failure_message(result, history, missed)
+        if excuse is not None:
+            result.message = f"{excuse[1]}\n{result.message}"
         return result
 
     def _audit_counts(self, recorded: Counter[str]) -> dict[str, float]:
@@ -208,6 +218,27 @@ class Checker:
     def close(self) -> None:
         """Stop the monitor (idempotent)."""
         self.monitor.close()
+
+
+def not_the_operators(history: History) -> tuple[str, str] | None:
+    """Why violations in ``history`` are no verdict on the operator — (outcome, first line) —
+    or None: a dependency was down (an infrastructure error naming it), or the operator's
+    process was stopped by someone other than the framework (inconclusive)."""
+    end = max((e.t for e in history), default=time.time())
+    down = dependency_outages(history)
+    if down:
+        return "error", (
+            "INFRASTRUCTURE: a dependency of the operator was unavailable during the scenario: "
+            f"{describe(down, end)}; the violations below are not the operator's verdict"
+        )
+    frozen = external_freezes(history)
+    if frozen:
+        return "inconclusive", (
+            "INCONCLUSIVE: the operator's process was stopped by someone other than the "
+            f"framework: pid {describe(frozen, end)}; the violations below are not "
+            "a verdict"
+        )
+    return None
 
 
 def failure_message(result: ScenarioResult, history: History, missed: list[str]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import Predicate, named
+from mochaos.scenario.predicates import Predicate, named, source_draining
 from mochaos.types import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
@@ -88,3 +88,15 @@ def build_seed(sc: Scenario) -> SeedTopology:
     sc.set_sessions(c, 1)
     sc.wait(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
     return SeedTopology(x=x, y=y, z=z, a=sc.pod_of(x), b=sc.pod_of(z), c=c)
+
+
+def scale_in_during_migration(sc: Scenario, seed: SeedTopology) -> None:
+    """The seed's fault and end: X migrates onto Z's pod B, S1 is scaled in once X's source
+    A is Draining; then settle, epilogue, verdict (the suite's own scenario, for the
+    framework's tests that wrap it in a fault of their own)."""
+    sc.agent.request_migration(seed.x, target=seed.b)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
+    sc.scale_claimset("s1", replicas=1, trigger=draining)
+    sc.settle()
+    sc.epilogue()
+    sc.verdict()
