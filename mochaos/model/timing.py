@@ -98,6 +98,12 @@ class Timing:
         """cnstore stats refresh of Normal pods (30 s)."""
         return self.wall(30)
 
+    # mocli/manager.go:36 RefreshInterval; cn_cache.go:72-80
+    @property
+    def store_cache_refresh(self) -> float:
+        """How often the operator refills its copy of HAKeeper's CN stores (15 s)."""
+        return self.wall(15)
+
     @property
     def store_drain_min_delay(self) -> float:
         """MinDelaySeconds of the CNSet (15 s)."""
