@@ -24,6 +24,7 @@ from mochaos.types import (
     CLAIMSET_LABEL,
     PHASE_LABEL,
     POOL_NAME_LABEL,
+    SESSIONS_ANNOTATION,
     ActionRecord,
     RunningOperator,
     State,
@@ -124,12 +125,21 @@ class Workload:
         return pod
 
     def set_sessions(self, pod: str, sessions: int) -> ActionRecord:
-        """Hold ``sessions`` client sessions on a CN (MatrixOne's view, per environment)."""
+        """Hold ``sessions`` client sessions on a CN (MatrixOne's view, per environment),
+        then say so on the pod.
+
+        The operator's store controller reads a CN's sessions on its 30 s resync or when
+        its watch passes a pod change, e.g. a new annotation other than its own stats
+        (cnstore/controller.go:697-715 at 2301e3b): the ``mochaos.io/sessions`` annotation
+        has it publish the deletion cost within a second instead of up to 30 s later.
+        """
         rv = self._operator.sessions.hold(pod, sessions)
-        return self.actions.record(
+        record = self.actions.record(
             "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv,
             component="agent",
         )  # fmt: skip
+        self.actions.annotate_pod(pod, annotations={SESSIONS_ANNOTATION: str(sessions)})
+        return record
 
     def scale_to_zero(self) -> None:
         """The epilogue's writes: every claim set to 0, every standalone claim deleted."""
