@@ -154,6 +154,11 @@ class LocalProvider:
         mo-chaos would start, is started afresh once the control plane answers; only a
         cluster that does not recover is recreated.
         """
+        # The API client's modules (imported lazily, on first attribute use) take seconds of
+        # CPU: load them before the lock, so that xdist workers reusing a healthy cluster
+        # hold it only to check it.
+        from kubernetes.client import CoreV1Api  # noqa: F401
+
         with self._lock():
             if not build.all_built():
                 build.build()
