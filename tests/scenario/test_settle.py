@@ -1,20 +1,27 @@
-"""Settle moves on as soon as the verdicts are certain, never before a liveness deadline.
+"""Settling: the set-up waits for the operator's pass after each bind; settle moves on as
+soon as the verdicts are certain, never before a liveness deadline.
 
 A scripted recorder plays a hand-written history on the wall clock (times are seconds after
-the start), so the checker's monitor and settle run exactly as in a scenario.
+the start), so the checker's monitor and settle, and the workload's waits, run exactly as
+in a scenario.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from dataclasses import replace
 
+import pytest
 from invariants.builders import HistoryBuilder
 
 from mochaos.config import CheckOptions
+from mochaos.errors import Inconclusive
+from mochaos.scenario.actions import Actions
 from mochaos.scenario.checker import Checker, RunInfo
-from mochaos.types import Entry, History, Marker
+from mochaos.scenario.workload import BIND_REQUEUE, SYNC_QUIET, Workload
+from mochaos.types import Entry, History, Marker, Waits
 
 OPTIONS = CheckOptions(finalize_timeout=2.0, retry_window=2.0, grace=0.5)
 QUIET = 0.3
@@ -53,8 +60,18 @@ class ScriptedRecorder:
         return marker
 
     def wait_for_entry(self, match, *, timeout: float, since: int | None = None):
-        time.sleep(min(timeout, 0.05))
-        return None
+        """The first entry from ``since`` on (default: none of the past) that matches."""
+        deadline = time.monotonic() + timeout
+        seen = len(self._entries()) if since is None else since
+        while True:
+            entries = self._entries()
+            for entry in entries[seen:]:
+                if match(entry):
+                    return entry
+            seen = len(entries)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
 
 
 def two_deletions(*, retrying: bool = False) -> History:
@@ -106,3 +123,65 @@ def test_an_invariant_still_counting_keeps_settle_waiting():
     late_took, late_failed = settle(two_deletions(retrying=True), early=False)
     assert early_failed == late_failed
     assert early_took >= 3.0 and late_took >= 3.0
+
+
+# -- the set-up: claims settled after their bind ----------------------------------------
+
+SCALE = 0.1
+"""Operator seconds to wall seconds: the bind requeue (5 s) is half a second."""
+
+
+class Operator:
+    """What the workload reads of a running operator."""
+
+    waits = Waits(bind=1.5)
+    pool_spec = None
+    sessions = None
+
+
+def settled_after(kube, namespace: str, run_id: str, history: History) -> float:
+    """Seconds ``Workload.settled(["z"])`` took over ``history`` played from now."""
+    recorder = ScriptedRecorder(history)
+    actions = Actions(kube, namespace=namespace, run_id=run_id, recorder=recorder,
+                      operator=None)  # type: ignore[arg-type]  # fmt: skip
+    workload = Workload(
+        actions, actions, recorder=recorder, triggers=None, operator=Operator(),  # type: ignore[arg-type]
+        run_id=run_id, rng=random.Random(1), options=CheckOptions(time_scale=SCALE),
+    )  # fmt: skip
+    workload.settled(["z"])
+    return time.time() - recorder.start
+
+
+SYNCED = "object is synced, reconcile will be triggered on next change or resync"
+
+
+def test_the_set_up_waits_for_the_pass_that_follows_the_bind_local(kube, namespace, mochaos):
+    """z's own writes bring a pass at once, its requeue another 5 s (0.5 s here) later:
+    settled once that one is SYNC_QUIET ago."""
+    requeue, quiet = BIND_REQUEUE * SCALE, SYNC_QUIET * SCALE
+    h = HistoryBuilder()
+    h.at(0.0).claim("z", phase="Bound", pod="b")
+    h.at(0.05).log(SYNCED, name="z")
+    h.at(requeue + 0.2).log(SYNCED, name="z")
+    took = settled_after(kube, namespace, mochaos.run_id, h.build())
+    assert requeue + 0.2 + quiet <= took < requeue + 0.2 + quiet + 0.6
+
+
+def test_without_a_later_pass_the_requeue_time_is_enough_local(kube, namespace, mochaos):
+    """A bind whose status write conflicted is retried after 2 s instead, and no requeue
+    pass follows: the claim is settled once the requeue time has passed."""
+    requeue = BIND_REQUEUE * SCALE
+    h = HistoryBuilder()
+    h.at(0.0).claim("z", phase="Bound", pod="b")
+    h.at(0.05).log(SYNCED, name="z")
+    took = settled_after(kube, namespace, mochaos.run_id, h.build())
+    assert requeue + SYNC_QUIET * SCALE <= took < requeue + SYNC_QUIET * SCALE + 0.6
+
+
+def test_a_claim_the_operator_keeps_passing_over_is_inconclusive_local(kube, namespace, mochaos):
+    h = HistoryBuilder()
+    h.at(0.0).claim("z", phase="Bound", pod="b")
+    for i in range(40):
+        h.at(0.1 * i).log("pod is not in normal state, wait", name="z")
+    with pytest.raises(Inconclusive, match="kept passing over claim"):
+        settled_after(kube, namespace, mochaos.run_id, h.build())
