@@ -421,10 +421,13 @@ def kube(cluster: Cluster) -> Iterator[Any]:
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mochaos: RunConfig):
-    """A fresh namespace labelled with the run id; deleted after the test, and what had to be
+    """A fresh namespace labelled with the run id — for a test of an operator target that
+    makes namespaces ready ahead, one of those — deleted after the test, and what had to be
     cleaned up by force reported with the test's result."""
-    name = namespace_name(request.node.name)
-    namespaces.create(kube, name, run_id=mochaos.run_id)
+    name = _warm_namespace(request)
+    if name is None:
+        name = namespace_name(request.node.name)
+        namespaces.create(kube, name, run_id=mochaos.run_id)
     # A scenario's result gets the findings, even when a later run finishes the teardown.
     report = _test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
     runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
@@ -437,6 +440,18 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
         from mochaos.report.testreport import add_findings
 
         add_findings(_test_folder(request.node, mochaos), [str(f) for f in findings])
+
+
+def _warm_namespace(request: pytest.FixtureRequest) -> str | None:
+    """A namespace the test's operator target made ready ahead (``OperatorTarget.warm``),
+    when the test runs an operator and the target keeps some."""
+    if "operator" not in request.fixturenames:
+        return None
+    warm = getattr(request.getfixturevalue("operator_target"), "warm", None)
+    if warm is None:
+        return None
+    with progress.phase("operator start: a namespace made ready ahead"):
+        return warm.take()
 
 
 @pytest.fixture(scope="session")

@@ -478,7 +478,12 @@ class RunningOperator(Protocol):
 
 
 class OperatorTarget(Protocol):
-    """What ``--operator`` names: how to install and start an operator."""
+    """What ``--operator`` names: how to install and start an operator.
+
+    A target may also keep test namespaces ready ahead in an attribute ``warm``
+    (:class:`mochaos.operator.warm.WarmNamespaces`): the plugin then hands the test one of
+    those, and :meth:`start` finds its operator already running.
+    """
 
     spec: str
     version: str

@@ -30,4 +30,6 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
         crd_source=f"matrixone-operator {found.describe}",
         build=lambda: build_manager(co.resolve(path, rev)),
         ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
+        warm=int(options.get("warm_namespaces", 0)),
+        run_id=str(options.get("run_id", "")),
     )
