@@ -36,10 +36,6 @@ MODEL_TARGET_KEY = pytest.StashKey[bool]()
 ERROR_ATTR = "mochaos_error"
 """Set on a test report whose call phase ended in an infrastructure or usage error."""
 
-TEARDOWN_GRACE = 5.0
-"""Seconds the namespace may still take once the operator stopped, before mo-chaos
-releases the finalizers left in it."""
-
 
 # -- options and configuration ---------------------------------------------------------
 
@@ -433,7 +429,7 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
     runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
     yield name
     try:
-        findings = namespaces.delete(kube, name, grace=TEARDOWN_GRACE)
+        findings = namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
     finally:
         runstate.unregister_namespace(name)
     if findings:
@@ -618,6 +614,6 @@ def namespace_name(test_name: str) -> str:
 def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
     api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
-        return [str(f) for f in namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)]
+        return [str(f) for f in namespaces.delete(api, namespace, grace=namespaces.TEARDOWN_GRACE)]
     finally:
         api.close()

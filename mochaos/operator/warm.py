@@ -35,9 +35,6 @@ manager with its namespace's MatrixOne double takes ~100 MiB, the tests come fir
 CLOSE_TIMEOUT = 120.0
 """Seconds :meth:`WarmNamespaces.close` waits for a preparation under way to give up: it
 stops at its next poll, unless it is still starting the manager (ready in seconds)."""
-TEARDOWN_GRACE = 5.0
-"""Seconds an unused namespace may take to go once its deletion was asked (its manager
-still running) before its finalizers are released."""
 
 
 @dataclass
@@ -199,16 +196,20 @@ class WarmNamespaces:
         runstate.register_namespace(name, cluster.kubeconfig, cluster.context)
 
     def _discard(self, warm: Warm) -> None:
-        """Delete the namespace, its manager still running (it finalizes its own objects),
-        then stop the manager."""
-        cluster = self._cluster
+        """As a test's teardown: ask for the namespace's deletion while its manager runs
+        (it finalizes its own objects), stop the manager, release what is left."""
+        cluster, name, running = self._cluster, warm.namespace, warm.running
         api = new_api_client(cluster.kubeconfig, user_agent="mochaos/test", context=cluster.context)
         try:
-            namespaces.delete(api, warm.namespace, grace=TEARDOWN_GRACE)
-            runstate.unregister_namespace(warm.namespace)
+            if running is not None and namespaces.request_delete(api, name):
+                namespaces.wait_gone(api, name, timeout=running.waits.teardown)
+            if running is not None:
+                running.stop()
+            namespaces.delete(api, name, grace=namespaces.TEARDOWN_GRACE)
+            runstate.unregister_namespace(name)
         except Exception as err:  # the reaper of a later session finishes it
-            announce(f"could not delete the unused namespace {warm.namespace}: {err}")
+            announce(f"could not delete the unused namespace {name}: {err}")
         finally:
             api.close()
-            if warm.running is not None:
-                warm.running.stop()
+            if running is not None:
+                running.stop()

@@ -17,13 +17,15 @@ from kubernetes.client.rest import ApiException
 from mochaos import namespaces, runstate
 from mochaos.errors import InfraError
 from mochaos.operator.warm import MEMORY_FLOOR, Warm, WarmNamespaces
-from mochaos.types import RUN_ID_LABEL
+from mochaos.types import RUN_ID_LABEL, Waits
 
 from polling import wait_until
 
 
 class Manager:
-    """Stands in for a started manager: only its stop matters to the pool."""
+    """Stands in for a started manager: only its stop (and teardown wait) matter to the pool."""
+
+    waits = Waits(teardown=5)
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
