@@ -77,6 +77,11 @@ def phase_samples(runs: dict[str, History]) -> dict[str, list[float]]:
     }
 
 
+def spread(values: list[float]) -> str:
+    """``min–max`` of the samples (an en dash when there are none)."""
+    return f"{min(values):.1f}–{max(values):.1f}" if values else "–"
+
+
 def compare(model: dict[str, list[float]], real: dict[str, list[float]]) -> list[dict[str, Any]]:
     """Per phase: medians, sample counts, ratio model/real, within the tolerance."""
     rows = []
@@ -86,6 +91,7 @@ def compare(model: dict[str, list[float]], real: dict[str, list[float]]) -> list
         rows.append({
             "phase": pid, "what": what, "model": m, "real": r, "ratio": ratio,
             "n_model": len(model[pid]), "n_real": len(real[pid]),
+            "range_model": spread(model[pid]), "range_real": spread(real[pid]),
             "within": None if ratio is None else abs(ratio - 1) <= TOLERANCE,
         })  # fmt: skip
     return rows
@@ -125,8 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_runs, real_runs = histories(model_reports), histories(real_reports)
     rows = compare(phase_samples(model_runs), phase_samples(real_runs))
     print(figures.table(
-        ["phase", "model s", "real s", "model/real", "within 25 %", "samples"],
-        [[r["what"], figures.fmt(r["model"]), figures.fmt(r["real"]), figures.fmt(r["ratio"]),
+        ["phase", "model s", "(range)", "real s", "(range)", "model/real", "within 25 %",
+         "samples"],
+        [[r["what"], figures.fmt(r["model"]), r["range_model"], figures.fmt(r["real"]),
+          r["range_real"], figures.fmt(r["ratio"]),
           {True: "yes", False: "NO", None: "–"}[r["within"]], f"{r['n_model']}/{r['n_real']}"]
          for r in rows],
     ))  # fmt: skip
