@@ -38,10 +38,12 @@ ETCD_VERSION = "v3.6.16"
 KWOK_VERSION = "v0.8.0"
 
 K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-BUILD_LANES = 2
-"""Components built at once: kubernetes (most of a cold build) in one lane, etcd, kwok and
-the MatrixOne double one after the other beside it, so that they use the cores the
-kubernetes build leaves idle (module resolution, its last packages, the links)."""
+BUILD_LANES = 1
+"""Components built at once by default. With 2, kubernetes (most of a cold build) gets a
+lane of its own and etcd, kwok and the MatrixOne double are built one after the other
+beside it, in the cores the kubernetes build leaves idle (module resolution, its last
+packages, the links); not the default until bench/fresh_machine.py --lanes 1,2 shows it
+pays on 2 cores (not measured yet: docs/speed.md)."""
 
 Progress = Callable[[str], None]
 

@@ -64,22 +64,22 @@ def test_kubernetes_has_a_lane_of_its_own():
     assert build._lanes([etcd], 2) == [[etcd]]
 
 
-def test_two_components_build_at_once_by_default(recipes, monkeypatch):
-    monkeypatch.delenv("MOCHAOS_BUILD_LANES", raising=False)
+def test_two_lanes_build_two_components_at_once(recipes, monkeypatch):
+    monkeypatch.setenv("MOCHAOS_BUILD_LANES", "2")
     run()
     assert recipes.most == 2
     assert all(c.is_built() for c in build.COMPONENTS)
 
 
-def test_one_lane_builds_one_after_the_other(recipes, monkeypatch):
-    monkeypatch.setenv("MOCHAOS_BUILD_LANES", "1")
+def test_by_default_one_component_is_built_after_the_other(recipes, monkeypatch):
+    monkeypatch.delenv("MOCHAOS_BUILD_LANES", raising=False)
     run()
     assert recipes.most == 1
     assert recipes.order == [c.name for c in build.COMPONENTS]
 
 
 def test_a_failure_is_raised_once_the_other_lane_is_done(recipes, monkeypatch):
-    monkeypatch.delenv("MOCHAOS_BUILD_LANES", raising=False)
+    monkeypatch.setenv("MOCHAOS_BUILD_LANES", "2")
     recipes.fail = "kubernetes"
     with pytest.raises(build.BuildError, match="building kubernetes failed"):
         run()
