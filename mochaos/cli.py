@@ -1,7 +1,8 @@
-"""The ``python -m mochaos`` command line: cluster lifecycle, qualification, re-checking.
+"""The ``python -m mochaos`` command line: cluster lifecycle, qualification, exploration,
+re-checking.
 
-Exit statuses: 0 ok, 1 the operator failed a scenario (qualify) or an invariant
-(check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
+Exit statuses: 0 ok, 1 the operator failed a scenario (qualify), a case (explore) or an
+invariant (check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
 """
 
 from __future__ import annotations
@@ -70,6 +71,28 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
     q.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
 
+    e = sub.add_parser(
+        "explore", help="learn a workload's injection points and run a fault at each"
+    )
+    e.add_argument("--operator", help="operator target, e.g. model:upstream")
+    e.add_argument("--workload", help="named workload: " + ", ".join(_workloads()))
+    e.add_argument("--faults", default="", help="fault kinds, comma-separated (default: all)")
+    e.add_argument("--budget", type=int, default=None, help="cases to run at most (default: all)")
+    e.add_argument("--repeat", type=int, default=1, help="runs of each smallest failing case")
+    e.add_argument("--depth", type=int, default=1, choices=(1, 2), help="2: pairs and shrinking")
+    e.add_argument("-n", dest="workers", type=int, default=2, help="cases at once (default: 2)")
+    e.add_argument("--resume", type=Path, default=None, help="an exploration.json to go on from")
+    e.add_argument("--time-scale", type=float, default=1.0, help="model targets: time scale")
+    e.add_argument(
+        "--cluster", default="local", choices=PROVIDERS, help="cluster provider (default: local)"
+    )
+    e.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
+    e.add_argument(
+        "--report", type=Path, default=None, metavar="EXPLORATION",
+        help="render an exploration.json's matrix as HTML (next to it) and print its summary",
+    )  # fmt: skip
+    e.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+
     c = sub.add_parser("check", help="re-judge a saved history.jsonl[.gz] with every invariant")
     c.add_argument("history", type=Path, help="a test's history.jsonl (or .jsonl.gz)")
     c.add_argument("--time-scale", type=float, help="override the run's time scale")
@@ -133,6 +156,38 @@ def _qualify(args: argparse.Namespace) -> int:
     return compare.worst(codes)
 
 
+def _workloads() -> list[str]:
+    from mochaos.scenario.workloads import WORKLOADS
+
+    return list(WORKLOADS)
+
+
+def _explore(args: argparse.Namespace) -> int:
+    from mochaos.explore import report, runner
+    from mochaos.explore.faults import parse_fault_kinds
+    from mochaos.explore.plan import load
+    from mochaos.explore.signatures import group
+
+    if args.report is not None:
+        exploration = load(args.report)
+        page = report.write_html(exploration, args.report.with_name(runner.REPORT_FILE))
+        print(report.summary(exploration, group(exploration)))
+        print(f"explore: matrix {page}")
+        return 0
+    if not args.operator or not args.workload:
+        raise UsageError(
+            "explore needs --operator and --workload",
+            hint="e.g. explore --operator model:upstream --workload migration",
+        )
+    settings = runner.Settings(
+        operator=args.operator, workload=args.workload, faults=parse_fault_kinds(args.faults),
+        budget=args.budget, repeat=args.repeat, depth=args.depth, workers=args.workers,
+        resume=args.resume, out_root=args.reports_dir, cluster=args.cluster,
+        time_scale=args.time_scale, extra_args=tuple(args.pytest_args),
+    )  # fmt: skip
+    return runner.explore(settings)
+
+
 def _check(args: argparse.Namespace) -> int:
     from mochaos.report.recheck import options_line, recheck, verdict_line
 
@@ -161,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "explore":
+            return _explore(args)
         return _qualify(args)
     except MochaosError as err:
         print(f"mo-chaos: {err}", file=sys.stderr)

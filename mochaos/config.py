@@ -187,6 +187,8 @@ SETTINGS: tuple[Setting, ...] = (
             False, _bool, switch=True),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
             _path),
+    Setting("explore", "--mochaos-explore", "an exploration.json (python -m mochaos explore): "
+            "pytest --pyargs mochaos.explore runs one test per case it lists", None, _path),
     Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
             group="kind"),
     Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
@@ -226,6 +228,7 @@ class RunConfig:
     allow_context: tuple[str, ...] = ()
     keep_cluster: bool = False
     reports_dir: Path = Path("reports")
+    explore: Path | None = None
     mo_image: str | None = None
     mo_version: str | None = None
     minio: str = "auto"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,7 +140,8 @@ class ManagerTarget:
                 argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )  # fmt: skip
-        return webhooks.ProcessHost(proc.pid, _cmdline(proc.pid))
+        _wait_exec(proc, argv)
+        return webhooks.ProcessHost(proc.pid, list(argv))
 
     def _operator(
         self, cluster: Cluster, launch: ManagerLaunch, log_path: Path, env: LocalMatrixOne
@@ -252,10 +254,27 @@ def _state(cluster: Cluster) -> Path:
     return cluster.state_dir
 
 
-def _cmdline(pid: int) -> list[str]:
+EXEC_TIMEOUT = 10.0
+"""Seconds a started process may take to show its command line."""
+
+
+def _wait_exec(
+    proc: subprocess.Popen, argv: list[str], read: Callable[[int], list[str]] | None = None
+) -> None:
+    """Wait until the new process shows ``argv`` as its command line (or has exited).
+
+    Popen returns once the kernel released the parent, which is before the new program's
+    arguments are in place: on a loaded machine /proc/<pid>/cmdline is still empty for a
+    while, and a host judged by its command line then passes for exited (and is never
+    stopped, since the same check says it is not ours). ``read``: how a command line is
+    read (a test's stand-in; default /proc).
+    """
     from mochaos.procs import cmdline
 
-    return cmdline(pid)
+    read = read or cmdline
+    deadline = time.monotonic() + EXEC_TIMEOUT
+    while proc.poll() is None and read(proc.pid) != argv and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _ensure_namespace(cluster: Cluster, name: str) -> None:

@@ -67,3 +67,29 @@ def test_ready_once_every_claim_controller_started_its_workers():
     lines = [_started("cn-claim-manager"), _started("cn-claimset-manager")]
     assert not ready_in_log(lines)
     assert ready_in_log([*lines, "not json", _started("cn-pool-manager")])
+
+
+def test_a_started_host_is_judged_only_once_its_command_line_is_in_place():
+    """On a loaded machine /proc/<pid>/cmdline is empty for a while after Popen returns: a
+    host judged then passed for exited and was left running on :9443."""
+    import subprocess
+    import sys
+
+    from mochaos.operator.manager_target import _wait_exec
+
+    argv = [sys.executable, "-c", "import time; time.sleep(30)"]
+    proc = subprocess.Popen(argv)
+    try:
+        reads = iter([[], [], argv])
+        seen = []
+
+        def read(pid: int) -> list[str]:
+            seen.append(pid)
+            return next(reads)
+
+        _wait_exec(proc, argv, read=read)
+        assert seen == [proc.pid] * 3  # waited through the two empty reads
+    finally:
+        proc.kill()
+        proc.wait()
+    _wait_exec(proc, argv, read=lambda pid: [])  # an exited process: no wait
