@@ -148,6 +148,9 @@ DEFAULT_WORKERS = 6
 """Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
 of the sequential time with the same verdicts (bench/main_job.py)."""
 MINIO_MODES = ("auto", "docker", "in-cluster")
+WARM_NAMESPACES = 1
+"""Namespaces a pytest process keeps ready for a real manager's next tests: one overlaps
+the ~40 s MatrixOne set-up of the next test with the current one (bench/warm_namespaces.py)."""
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("operator", "--operator", "operator target: model:<profile>, source:<dir>[@rev], "
@@ -158,6 +161,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the manager's path in the image", "/manager"),
     Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
             "may take to start its controllers", 90.0, _float),
+    Setting("warm_namespaces", "--mochaos-warm-namespaces", "real managers on the local "
+            "cluster: test namespaces each pytest process keeps ready ahead (MatrixOne's "
+            "LogSet and DNSet Ready, the manager started); 0 turns it off",
+            WARM_NAMESPACES, _int),
     Setting("time_scale", "--time-scale", "multiply the model's intervals and our thresholds "
             "(model targets only)", 1.0, _float),
     Setting("finalize_timeout", "--finalize-timeout", "seconds (operator time) a deleting "
@@ -212,6 +219,7 @@ class RunConfig:
     operator_crds: Path | None = None
     operator_entrypoint: str = "/manager"
     operator_ready_timeout: float = 90.0
+    warm_namespaces: int = WARM_NAMESPACES
     time_scale: float = 1.0
     finalize_timeout: float = FINALIZE_TIMEOUT
     retry_budget: int = RETRY_BUDGET
@@ -251,6 +259,7 @@ class RunConfig:
             "operator_crds": self.operator_crds,
             "operator_entrypoint": self.operator_entrypoint,
             "operator_ready_timeout": self.operator_ready_timeout,
+            "warm_namespaces": self.warm_namespaces,
             "cluster": self.cluster,
             "run_id": self.run_id,
             "mo_image": self.mo_image,
@@ -301,6 +310,10 @@ def resolve(
             raise UsageError(f"{SETTING_BY_NAME[name].flag} must be > 0", hint="give seconds")
     if cfg.retry_budget < 0:
         raise UsageError("--retry-budget must be >= 0", hint="give a count of retries")
+    if cfg.warm_namespaces < 0:
+        raise UsageError(
+            "--mochaos-warm-namespaces must be >= 0", hint="give a count (0 turns it off)"
+        )
     return cfg
 
 

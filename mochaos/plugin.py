@@ -37,10 +37,6 @@ MODEL_TARGET_KEY = pytest.StashKey[bool]()
 ERROR_ATTR = "mochaos_error"
 """Set on a test report whose call phase ended in an infrastructure or usage error."""
 
-TEARDOWN_GRACE = 5.0
-"""Seconds the namespace may still take once the operator stopped, before mo-chaos
-releases the finalizers left in it."""
-
 
 # -- options and configuration ---------------------------------------------------------
 
@@ -457,22 +453,37 @@ def kube(cluster: Cluster) -> Iterator[Any]:
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mochaos: RunConfig):
-    """A fresh namespace labelled with the run id; deleted after the test, and what had to be
+    """A fresh namespace labelled with the run id — for a test of an operator target that
+    makes namespaces ready ahead, one of those — deleted after the test, and what had to be
     cleaned up by force reported with the test's result."""
-    name = namespace_name(request.node.name)
-    namespaces.create(kube, name, run_id=mochaos.run_id)
+    name = _warm_namespace(request)
+    if name is None:
+        name = namespace_name(request.node.name)
+        namespaces.create(kube, name, run_id=mochaos.run_id)
     # A scenario's result gets the findings, even when a later run finishes the teardown.
     report = _test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
     runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
     yield name
     try:
-        findings = namespaces.delete(kube, name, grace=TEARDOWN_GRACE)
+        findings = namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
     finally:
         runstate.unregister_namespace(name)
     if findings:
         from mochaos.report.testreport import add_findings
 
         add_findings(_test_folder(request.node, mochaos), [str(f) for f in findings])
+
+
+def _warm_namespace(request: pytest.FixtureRequest) -> str | None:
+    """A namespace the test's operator target made ready ahead (``OperatorTarget.warm``),
+    when the test runs an operator and the target keeps some."""
+    if "operator" not in request.fixturenames:
+        return None
+    warm = getattr(request.getfixturevalue("operator_target"), "warm", None)
+    if warm is None:
+        return None
+    with progress.phase("operator start: a namespace made ready ahead"):
+        return warm.take()
 
 
 @pytest.fixture(scope="session")
@@ -645,6 +656,6 @@ def namespace_name(test_name: str) -> str:
 def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
     api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
-        return [str(f) for f in namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)]
+        return [str(f) for f in namespaces.delete(api, namespace, grace=namespaces.TEARDOWN_GRACE)]
     finally:
         api.close()

@@ -42,6 +42,9 @@ CLAIMSET_FINALIZER = "matrixorigin.io/cn-claimset-manager"
 
 RUN_ID_LABEL = "mochaos.io/run-id"
 """Every object mo-chaos creates carries this label (docs/operator-behaviour.md §11.10)."""
+SESSIONS_ANNOTATION = "mochaos.io/sessions"
+"""Written on a CN pod when mo-chaos changes its sessions, so the operator's store
+controller re-reads them now rather than on its next 30 s resync (docs/model-pacing.md)."""
 
 ObjectKind: TypeAlias = Literal["CNClaim", "CNClaimSet", "CNPool", "Pod", "Event"]
 WatchEvent: TypeAlias = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -485,7 +488,12 @@ class RunningOperator(Protocol):
 
 
 class OperatorTarget(Protocol):
-    """What ``--operator`` names: how to install and start an operator."""
+    """What ``--operator`` names: how to install and start an operator.
+
+    A target may also keep test namespaces ready ahead in an attribute ``warm``
+    (:class:`mochaos.operator.warm.WarmNamespaces`): the plugin then hands the test one of
+    those, and :meth:`start` finds its operator already running.
+    """
 
     spec: str
     version: str

@@ -155,6 +155,11 @@ class LocalProvider:
         cluster that does not recover is recreated. This process then counts as using the
         cluster until it exits (:mod:`mochaos.cluster.in_use`).
         """
+        # The API client's modules (imported lazily, on first attribute use) take seconds of
+        # CPU: load them before the lock, so that xdist workers reusing a healthy cluster
+        # hold it only to check it.
+        from kubernetes.client import CoreV1Api  # noqa: F401
+
         with self._lock():
             if not build.all_built():
                 build.build()

@@ -13,6 +13,7 @@ below are sized from them.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from mochaos.operator import crds as crd_install
 from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
+from mochaos.operator.warm import WarmNamespaces
 from mochaos.progress import announce
 from mochaos.types import Cluster, RunningOperator
 
@@ -91,6 +93,8 @@ class ManagerTarget:
         binary: Path | None = None,
         build: Callable[[], Path] | None = None,
         ready_timeout: float = READY_TIMEOUT,
+        warm: int = 0,
+        run_id: str = "",
     ) -> None:
         self.spec = spec
         self.version = version
@@ -101,6 +105,10 @@ class ManagerTarget:
         self.ready_timeout = ready_timeout
         self._host: webhook_host.WebhookHost | None = None
         self._cluster: Cluster | None = None
+        self._warm_size = warm
+        self._run_id = run_id
+        self.warm: WarmNamespaces | None = None
+        """Namespaces made ready ahead for the next tests (started at install when wanted)."""
 
     @property
     def binary(self) -> Path:
@@ -155,6 +163,13 @@ class ManagerTarget:
             port=self.webhook_port,
         )  # fmt: skip
         self._host.acquire(lambda: self._start_webhook_host(cluster))
+        if self._warm_size > 0:
+            self.warm = WarmNamespaces(
+                cluster, run_id=self._run_id, size=self._warm_size,
+                prepare=lambda w: self._start_in(
+                    cluster, w.namespace, w.folder, started=w.started, cancel=w.cancel
+                ),
+            )  # fmt: skip
 
     def _start_webhook_host(self, cluster: Cluster) -> webhook_host.HostHandle:
         """Start the host (the caller holds its lock and checked the port), wait until it
@@ -198,7 +213,19 @@ class ManagerTarget:
         return handle
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> RunningOperator:
-        """Prepare the namespace's MatrixOne, start a manager for it, wait until ready."""
+        """Prepare the namespace's MatrixOne, start a manager for it, wait until ready; a
+        namespace made ready ahead (:attr:`warm`) already has both."""
+        ready = self.warm.running(namespace) if self.warm is not None else None
+        return ready or self._start_in(cluster, namespace, log_dir)
+
+    def _start_in(
+        self, cluster: Cluster, namespace: str, log_dir: Path, *,
+        started: Callable[[RunningOperator], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> RunningOperator:  # fmt: skip
+        """Start the namespace's manager (``started`` is told at once), bring its MatrixOne
+        up (giving up once ``cancel`` is set); the log and the manager's files go to
+        ``log_dir``."""
         from mochaos.operator.matrixone.local import LocalMatrixOne
 
         env = LocalMatrixOne(cluster, namespace)
@@ -208,15 +235,21 @@ class ManagerTarget:
         )  # fmt: skip
         running = self._operator(cluster, launch, log_dir / "operator.log", env)
         running.start()
+        if started is not None:
+            started(running)
         try:
-            running.pool_spec = env.prepare()
+            running.pool_spec = env.prepare(cancel)
         except BaseException:
             running.stop()
             raise
         return running
 
     def close(self) -> None:
-        """Leave the webhook host (the last user stops it and removes its configuration)."""
+        """Delete the namespaces made ready ahead that no test used; leave the webhook host
+        (the last user stops it and removes its configuration)."""
+        if self.warm is not None:
+            self.warm.close()
+            self.warm = None
         if self._host is not None and self._cluster is not None:
             cluster = self._cluster
             self._host.release(lambda: webhooks.unregister(cluster))

@@ -42,4 +42,6 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
         crd_source=f"matrixone-operator {found.describe}",
         build=lambda: build_manager(tree()),
         ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
+        warm=int(options.get("warm_namespaces", 0)),
+        run_id=str(options.get("run_id", "")),
     )

@@ -43,6 +43,20 @@ class Detection:
     violation_t: float
 
 
+@dataclass(frozen=True)
+class Activity:
+    """What settle reads from the monitor at one moment."""
+
+    last_move: float
+    """When the system last moved (our own writes aside)."""
+    in_flight: list[str]
+    """Claims being deleted or migrating whose deadline has not passed."""
+    undecided: list[str]
+    """What may still change a verdict: in flight or open for invariants not failed for good."""
+    decided: list[str]
+    """Invariants that failed for good (in the order the monitor judges them)."""
+
+
 @dataclass
 class Monitor:
     """Feeds the recorder's journal to one incremental invariant checker; remembers when
@@ -87,10 +101,15 @@ class Monitor:
             self.cpu += time.thread_time() - cpu
             return now
 
-    def activity(self, now: float) -> tuple[float, list[str]]:
+    def activity(self, now: float) -> Activity:
         """When the system last moved (our own writes aside) and what is in flight at ``now``."""
         with self.lock:
-            return self.invariants.last_move(), self.invariants.in_flight(now)
+            return Activity(
+                last_move=self.invariants.last_move(),
+                in_flight=self.invariants.in_flight(now),
+                undecided=self.invariants.undecided(now),
+                decided=self.invariants.decided(now),
+            )
 
     def close(self) -> None:
         """Stop the monitor thread."""
@@ -128,13 +147,18 @@ class Checker:
         self._started = time.monotonic()
         self.monitor = Monitor(recorder, self.options)
         self.monitor.start()
+        self._confirmed: tuple[tuple[int, frozenset[str]], bool] | None = None
 
-    def settle(self, *, quiet: float | None = None, timeout: float | None = None) -> bool:
+    def settle(
+        self, *, quiet: float | None = None, timeout: float | None = None, early: bool = True
+    ) -> bool:
         """Let the operator work until nothing is in flight and nothing changes for a while.
 
         In flight means a claim being deleted or migrating whose deadline (finalize /
         migration timeout) has not passed yet: settling waits it out, so a stuck finalizer
-        is judged on evidence, not cut short by the epilogue.
+        is judged on evidence, not cut short by the epilogue. With ``early`` (the default),
+        what is in flight only for invariants that already failed for good is not waited
+        for (their verdict is certain, see :meth:`_certain`); every other deadline is.
         """
         o = self.options
         # Quiet for longer than the invariants' grace, so a steady bad state gets judged.
@@ -151,16 +175,36 @@ class Checker:
                 now = self.monitor.update()
                 # Our own writes (the agent's retries) do not count as the system being busy;
                 # a dependency down is no calm: wait for its recovery (or the deadline).
-                last, busy = self.monitor.activity(now)
+                seen = self.monitor.activity(now)
                 down = [p for p in dependency_outages(self._recorder.history())
                         if not math.isfinite(p.end)]  # fmt: skip
-                if now - last >= quiet and not busy and not down:
+                calm = now - seen.last_move >= quiet and not down
+                if calm and not seen.in_flight:
+                    self._recorder.mark("settled")
+                    return True
+                if calm and early and not seen.undecided and self._certain(seen.decided, now):
+                    LOGGER.info(
+                        "settled: %s failed for good; not waiting for %s",
+                        ", ".join(seen.decided), ", ".join(seen.in_flight),
+                    )  # fmt: skip
                     self._recorder.mark("settled")
                     return True
                 if time.monotonic() >= deadline:
                     self._recorder.mark("settle-timeout")
                     return False
                 self._recorder.wait_for_entry(lambda e: True, timeout=min(0.5, quiet))
+
+    def _certain(self, decided: list[str], now: float) -> bool:
+        """Whether the invariants the monitor found failed for good also fail at ``now`` in
+        the history as the verdict will judge it (resourceVersion order, outage-free
+        clock). Evaluated again only when the history or the decided set grew."""
+        history = self._recorder.history()
+        key = (len(history), frozenset(decided))
+        if self._confirmed is None or self._confirmed[0] != key:
+            verdicts = invariants.evaluate(history, self.options, final=False, now=now)
+            failed = {v.invariant for v in verdicts if v.failed}
+            self._confirmed = (key, set(decided) <= failed)
+        return self._confirmed[1]
 
     def verdict(self, *, nodeid: str, missed: list[str]) -> ScenarioResult:
         """Evaluate every invariant over the whole history and build the scenario's result."""

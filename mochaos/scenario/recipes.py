@@ -76,8 +76,9 @@ def build_seed(sc: Scenario) -> SeedTopology:
     Independent waits overlap: the pool warms up three idle pods at once (one warm-up,
     not one per claim set) and both sets bind from them together. C's deletion cost is
     awaited before returning: a scale-in before the store published it would let
-    creation-time luck, not sessions, pick the victim. The topology means the same as
-    building the sets one by one.
+    creation-time luck, not sessions, pick the victim. So is the operator's pass that
+    follows each bind (:meth:`Workload.settled`): the race starts on settled claims, as
+    in production. The topology means the same as building the sets one by one.
     """
     sc.pool("pool", max_idle=3)
     sc.claimset("s1", replicas=2, wait=False)
@@ -87,6 +88,7 @@ def build_seed(sc: Scenario) -> SeedTopology:
     c = sc.pod_of(y)
     sc.set_sessions(c, 1)
     sc.wait(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
+    sc.workload.settled([x, y, z])
     return SeedTopology(x=x, y=y, z=z, a=sc.pod_of(x), b=sc.pod_of(z), c=c)
 
 
