@@ -28,7 +28,7 @@ from mochaos.images.gomodule import GoToolchain, ModuleSource, module_source
 from mochaos.images.recipe import RECIPE_LABEL, Entry, Steps, fingerprint
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress, say
-from mochaos.tooling.runner import Runner
+from mochaos.tooling.runner import Runner, SubprocessRunner
 
 MODULE = "github.com/matrixorigin/matrixone"
 REPOSITORY = "matrixorigin/matrixone"
@@ -182,8 +182,6 @@ class MatrixOneImage:
 
 def recipe(version: str = DEFAULT_VERSION, *, runner: Runner | None = None) -> MatrixOneImage:
     """The recipe for ``version`` with the ``go`` on PATH."""
-    from mochaos.tooling.runner import SubprocessRunner
-
     return MatrixOneImage(version, GoToolchain.find(runner or SubprocessRunner(progress=None)))
 
 
@@ -209,21 +207,35 @@ def build_archive(version: str = DEFAULT_VERSION, *, progress: Progress = say) -
 
 
 def _build(image: MatrixOneImage, entry: Entry, archive: Path, progress: Progress) -> None:
-    runner = entry.runner()
     title = f"building {image.ref}"
     progress(
         f"{title} from {MODULE}@{image.module_version} with {image.go.version} "
         f"(log: {entry.log_path})"
     )
-    steps = Steps(title, STEPS, progress=progress, log_path=entry.log_path)
-    env = nosumdb_env()
     # One work folder per version, whatever the key: the cgo flags name it, and Go's build
     # cache keys cgo packages by their flags, so a new key still finds them compiled.
     work = entry.directory.parent / "build" / f"matrixone-{image.version}"
     shutil.rmtree(work, ignore_errors=True)
+    try:
+        _steps(
+            image,
+            entry,
+            archive,
+            work,
+            Steps(title, STEPS, progress=progress, log_path=entry.log_path),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    progress(f"{title}: done, {archive.stat().st_size / 2**20:.0f} MiB ({archive})")
+
+
+def _steps(image: MatrixOneImage, entry: Entry, archive: Path, work: Path, steps: Steps) -> None:
+    runner = entry.runner()
     binary = work / "mo-service"
     with steps.step(f"source {MODULE}@{image.module_version}"):
-        source = module_source(image.go, MODULE, image.module_version, runner=runner, env=env)
+        source = module_source(
+            image.go, MODULE, image.module_version, runner=runner, env=nosumdb_env()
+        )
         why = source_refusal(source)
         if why:
             raise UsageError(f"cannot build {image.ref}: {why}", hint="use a 1.x release")
@@ -246,6 +258,7 @@ def _build(image: MatrixOneImage, entry: Entry, archive: Path, progress: Progres
         shutil.copy2(binary, layer / "mo-service")
         own = tar_directory(layer, work / "layer.tar", runner=runner, root_owned=True)
     with steps.step(f"image archive {archive.name}"):
+        packages = " ".join(BASE.packages)
         write_archive(
             archive,
             ref=image.ref,
@@ -253,15 +266,10 @@ def _build(image: MatrixOneImage, entry: Entry, archive: Path, progress: Progres
             created=source.time,
             config=image.config(entry.key),
             layers=[
-                Layer(
-                    base, f"debootstrap --variant=minbase {BASE.suite} + {' '.join(BASE.packages)}"
-                ),
+                Layer(base, f"debootstrap --variant=minbase {BASE.suite} + {packages}"),
                 Layer(own, f"mo-service and etc/ of {MODULE}@{image.module_version}"),
             ],
         )
-        shutil.rmtree(work)
-    size = archive.stat().st_size / 2**20
-    progress(f"{title}: done, {size:.0f} MiB ({archive})")
 
 
 def _writable_copy(src: Path, dst: Path) -> None:

@@ -11,6 +11,7 @@ release the operator's e2e pins) is used instead when the engine has it or can p
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,13 +142,27 @@ def build_archive(*, progress: Progress = say) -> Path:
 
 
 def _build(image: MinioImage, entry: Entry, archive: Path, progress: Progress) -> None:
-    runner = entry.runner()
     title = f"building {image.ref}"
     progress(
         f"{title} from {MODULE}@{image.version} with {image.go.version} (log: {entry.log_path})"
     )
-    steps = Steps(title, STEPS, progress=progress, log_path=entry.log_path)
-    layer = entry.directory / "layer"
+    work = entry.directory / "work"
+    try:
+        _steps(
+            image,
+            entry,
+            archive,
+            work,
+            Steps(title, STEPS, progress=progress, log_path=entry.log_path),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    progress(f"{title}: done, {archive.stat().st_size / 2**20:.0f} MiB ({archive})")
+
+
+def _steps(image: MinioImage, entry: Entry, archive: Path, work: Path, steps: Steps) -> None:
+    runner = entry.runner()
+    layer = work / "layer"
     binaries = layer / "usr" / "bin"
     with steps.step(f"source {MODULE}@{image.version}"):
         source = module_source(image.go, MODULE, image.version, runner=runner, env=build_env())
@@ -165,7 +180,7 @@ def _build(image: MinioImage, entry: Entry, archive: Path, progress: Progress) -
     base = BASE.layer(steps, needed_by=image.ref)
     with steps.step("MinIO layer (/usr/bin/minio, /usr/bin/mc, /data)"):
         (layer / "data").mkdir()
-        own = tar_directory(layer, entry.directory / "layer.tar", runner=runner, root_owned=True)
+        own = tar_directory(layer, work / "layer.tar", runner=runner, root_owned=True)
     with steps.step(f"image archive {archive.name}"):
         write_archive(
             archive,
@@ -178,7 +193,6 @@ def _build(image: MinioImage, entry: Entry, archive: Path, progress: Progress) -
                 Layer(own, f"minio and mc of {MODULE}@{image.version}"),
             ],
         )
-    progress(f"{title}: done, {archive.stat().st_size / 2**20:.0f} MiB ({archive})")
 
 
 def ensure_image(docker: DockerCli, *, progress: Progress = say, pull: bool = True) -> str:

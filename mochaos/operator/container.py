@@ -285,7 +285,7 @@ class OperatorContainer:
 
 @dataclass(frozen=True)
 class ContainerHost:
-    """The shared webhook host run as a container (see :mod:`mochaos.operator.webhooks`)."""
+    """The shared webhook host run as a container (see :mod:`mochaos.operator.webhook_host`)."""
 
     cid: str
     engine: str | None

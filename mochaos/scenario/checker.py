@@ -11,6 +11,7 @@ scenario's result.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter
@@ -18,20 +19,18 @@ from dataclasses import asdict, dataclass, field, replace
 
 from mochaos import invariants
 from mochaos.config import CheckOptions
-from mochaos.invariants.judged import OperatorClock
+from mochaos.invariants.judged import (
+    CLOCK_MARKERS,
+    OperatorClock,
+    dependency_outages,
+    describe,
+    external_freezes,
+)
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
-from mochaos.types import (
-    APISERVER_AVAILABLE,
-    APISERVER_UNAVAILABLE,
-    Entry,
-    History,
-    Marker,
-    ScenarioResult,
-    Verdict,
-)
+from mochaos.types import Entry, History, Marker, ScenarioResult, Verdict
 
 AUDIT_TOLERANCE = 1
 """Largest per-claim difference allowed between our record of the agent's patches and the
@@ -50,6 +49,20 @@ class Detection:
     violation_t: float
 
 
+@dataclass(frozen=True)
+class Activity:
+    """What settle reads from the monitor at one moment."""
+
+    last_move: float
+    """When the system last moved (our own writes aside)."""
+    in_flight: list[str]
+    """Claims being deleted or migrating whose deadline has not passed."""
+    undecided: list[str]
+    """What may still change a verdict: in flight or open for invariants not failed for good."""
+    decided: list[str]
+    """Invariants that failed for good (in the order the monitor judges them)."""
+
+
 @dataclass
 class Monitor:
     """Feeds the recorder's journal to one incremental invariant checker; remembers when
@@ -65,8 +78,8 @@ class Monitor:
     cpu: float = 0.0
     """CPU seconds spent in :meth:`update` (its thread's and settle's)."""
     clock: OperatorClock = field(default_factory=OperatorClock)
-    """The outages seen so far: the monitor judges on the operator's clock, as the verdict
-    does (mochaos.invariants.judged), so settling waits out the same deadlines."""
+    """The outages and freezes seen so far: the monitor judges on the operator's clock, as
+    the verdict does (mochaos.invariants.judged), so settling waits out the same deadlines."""
     _cursor: int = 0
     _markers: list[Marker] = field(default_factory=list)
 
@@ -84,7 +97,8 @@ class Monitor:
 
     def update(self) -> float:
         """Judge what was recorded since the last update; return the ``now`` judged at, on
-        the operator's clock (an apiserver outage stops it)."""
+        the operator's clock (an apiserver outage, a dependency down or a frozen operator
+        stops it)."""
         with self.lock:
             cpu = time.thread_time()
             wall = time.time()  # before reading: every change received by now is read
@@ -104,16 +118,20 @@ class Monitor:
             return now
 
     def _learn_outages(self, entries: list[Entry]) -> None:
-        labels = (APISERVER_UNAVAILABLE, APISERVER_AVAILABLE)
-        found = [e for e in entries if isinstance(e, Marker) and e.label.startswith(labels)]
+        found = [e for e in entries if isinstance(e, Marker) and e.label.startswith(CLOCK_MARKERS)]
         if found:
             self._markers += found
             self.clock = OperatorClock.of(History(self._markers))
 
-    def activity(self, now: float) -> tuple[float, list[str]]:
+    def activity(self, now: float) -> Activity:
         """When the system last moved (our own writes aside) and what is in flight at ``now``."""
         with self.lock:
-            return self.invariants.last_move(), self.invariants.in_flight(now)
+            return Activity(
+                last_move=self.invariants.last_move(),
+                in_flight=self.invariants.in_flight(now),
+                undecided=self.invariants.undecided(now),
+                decided=self.invariants.decided(now),
+            )
 
     def close(self) -> None:
         """Stop the monitor thread."""
@@ -151,13 +169,18 @@ class Checker:
         self._started = time.monotonic()
         self.monitor = Monitor(recorder, self.options)
         self.monitor.start()
+        self._confirmed: tuple[tuple[int, frozenset[str]], bool] | None = None
 
-    def settle(self, *, quiet: float | None = None, timeout: float | None = None) -> bool:
+    def settle(
+        self, *, quiet: float | None = None, timeout: float | None = None, early: bool = True
+    ) -> bool:
         """Let the operator work until nothing is in flight and nothing changes for a while.
 
         In flight means a claim being deleted or migrating whose deadline (finalize /
         migration timeout) has not passed yet: settling waits it out, so a stuck finalizer
-        is judged on evidence, not cut short by the epilogue.
+        is judged on evidence, not cut short by the epilogue. With ``early`` (the default),
+        what is in flight only for invariants that already failed for good is not waited
+        for (their verdict is certain, see :meth:`_certain`); every other deadline is.
         """
         o = self.options
         # Quiet for longer than the invariants' grace, so a steady bad state gets judged.
@@ -172,15 +195,40 @@ class Checker:
             self._recorder.barrier(timeout=timeout)
             while True:
                 now = self.monitor.update()
-                # Our own writes (the agent's retries) do not count as the system being busy.
-                last, busy = self.monitor.activity(now)
-                if now - last >= quiet and not busy:
+                # Our own writes (the agent's retries) do not count as the system being busy;
+                # a dependency down is no calm: wait for its recovery (or the deadline).
+                seen = self.monitor.activity(now)
+                down = [p for p in dependency_outages(self._recorder.history())
+                        if not math.isfinite(p.end)]  # fmt: skip
+                calm = now - seen.last_move >= quiet and not down
+                if calm and not seen.in_flight:
+                    self._recorder.mark("settled")
+                    return True
+                if calm and early and not seen.undecided and self._certain(seen.decided, now):
+                    LOGGER.info(
+                        "settled: %s failed for good; not waiting for %s",
+                        ", ".join(seen.decided), ", ".join(seen.in_flight),
+                    )  # fmt: skip
                     self._recorder.mark("settled")
                     return True
                 if time.monotonic() >= deadline:
                     self._recorder.mark("settle-timeout")
                     return False
                 self._recorder.wait_for_entry(lambda e: True, timeout=min(0.5, quiet))
+
+    def _certain(self, decided: list[str], now: float) -> bool:
+        """Whether the invariants the monitor found failed for good also fail at ``now`` in
+        the history as the verdict will judge it (resourceVersion order, outage-free
+        clock). ``now`` is on the operator's clock, as the monitor's. Evaluated again only
+        when the history or the decided set grew."""
+        history = self._recorder.history()
+        key = (len(history), frozenset(decided))
+        if self._confirmed is None or self._confirmed[0] != key:
+            wall = self.monitor.clock.wall_time(now)
+            verdicts = invariants.evaluate(history, self.options, final=False, now=wall)
+            failed = {v.invariant for v in verdicts if v.failed}
+            self._confirmed = (key, set(decided) <= failed)
+        return self._confirmed[1]
 
     def verdict(self, *, nodeid: str, missed: list[str]) -> ScenarioResult:
         """Evaluate every invariant over the whole history and build the scenario's result."""
@@ -189,6 +237,9 @@ class Checker:
         verdicts = invariants.evaluate(history, self.options, final=True)
         failed = [v for v in verdicts if v.failed]
         outcome = "failed" if failed else ("inconclusive" if missed else "passed")
+        excuse = not_the_operators(history) if failed else None
+        if excuse is not None:
+            outcome = excuse[0]
         retries = count_retries(history)
         result = ScenarioResult(
             nodeid=nodeid,
@@ -212,6 +263,8 @@ class Checker:
         }
         result.monitor_cpu = round(self.monitor.cpu, 4)
         result.message = failure_message(result, history, missed)
+        if excuse is not None:
+            result.message = f"{excuse[1]}\n{result.message}"
         return result
 
     def _audit_counts(self, recorded: Counter[str]) -> dict[str, float]:
@@ -233,6 +286,27 @@ class Checker:
     def close(self) -> None:
         """Stop the monitor (idempotent)."""
         self.monitor.close()
+
+
+def not_the_operators(history: History) -> tuple[str, str] | None:
+    """Why violations in ``history`` are no verdict on the operator — (outcome, first line) —
+    or None: a dependency was down (an infrastructure error naming it), or the operator's
+    process was stopped by someone other than the framework (inconclusive)."""
+    end = max((e.t for e in history), default=time.time())
+    down = dependency_outages(history)
+    if down:
+        return "error", (
+            "INFRASTRUCTURE: a dependency of the operator was unavailable during the scenario: "
+            f"{describe(down, end)}; the violations below are not the operator's verdict"
+        )
+    frozen = external_freezes(history)
+    if frozen:
+        return "inconclusive", (
+            "INCONCLUSIVE: the operator's process was stopped by someone other than the "
+            f"framework: pid {describe(frozen, end)}; the violations below are not "
+            "a verdict"
+        )
+    return None
 
 
 def failure_message(result: ScenarioResult, history: History, missed: list[str]) -> str:

@@ -111,6 +111,11 @@ class DockerCli:
                            what=f"docker image inspect {ref}", check=False)  # fmt: skip
         return (result.stdout.strip() or None) if result.returncode == 0 else None
 
+    def inspect_image(self, ref: str, template: str) -> str:
+        """``docker image inspect --format <template>`` of ``ref``; InfraError when absent."""
+        return self._run("image", "inspect", "--format", template, ref,
+                         what=f"docker image inspect {ref}").stdout.strip()  # fmt: skip
+
     def image_labels(self, ref: str) -> dict[str, str] | None:
         """The labels of ``ref`` in the engine's image store (None when it is not there)."""
         result = self._run(

@@ -56,7 +56,9 @@ def renderer(checkout: Checkout, *, progress: Progress = say) -> Path:
         progress(f"building the operator's renderer against {checkout.describe} …")
         with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
             tree = Path(tmp) / "src"
-            shutil.copytree(checkout.path, tree, symlinks=True)
+            shutil.copytree(
+                checkout.path, tree, symlinks=True, ignore=shutil.ignore_patterns(".git")
+            )
             (tree / "cmd" / "mochaos-render").mkdir(parents=True)
             shutil.copy(MAIN, tree / "cmd" / "mochaos-render" / "main.go")
             shutil.copy(ADMISSION, tree / "pkg" / "webhook" / "zz_mochaos_admission.go")

@@ -13,6 +13,7 @@ processlist``, and measures each process's resident memory. It is what tests and
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ from mochaos.tooling.waiting import wait_for
 NAMESPACE = "mo-trial"
 SQL_TIMEOUT = 300.0
 """All pods started -> a CN answers SQL (HAKeeper bootstrap, TN, CN registration)."""
+REGISTER_TIMEOUT = 120.0
+"""SQL answered -> the CN's store in HAKeeper's cluster details (its processlist non-empty)."""
 SETTLE = 20.0
+TICKS = os.sysconf("SC_CLK_TCK")
 """Seconds of idling before resident memory is read."""
 HELD = 3
 
@@ -46,14 +50,26 @@ class TrialResult:
     image: str
     pods: list[str]
     time_to_sql: float
+    time_to_processlist: float = 0.0
+    """All pods started -> ``show processlist`` on the CN lists sessions (its store known)."""
     rss: dict[str, int] = field(default_factory=dict)
     """Resident memory of each pod's process, in bytes, after ``SETTLE`` seconds idle."""
+    idle_cpu: dict[str, float] = field(default_factory=dict)
+    """CPU each pod's process used over those ``SETTLE`` seconds, in cores."""
     sessions_held: int = 0
     """Our sessions ``show processlist`` listed while we held ``HELD``."""
     sessions_from_proxy: int = 0
     """Of those, how many the CN took as coming from its proxy (``proxy_host`` set: what
     the operator's session count reads as ``FromProxy``)."""
     sessions_after_release: int = 0
+    listed: list[dict[str, object]] = field(default_factory=list)
+    """``show processlist`` while the sessions were held (every row, for the evidence)."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a host process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def rss_bytes(pid: int) -> int:
@@ -119,9 +135,24 @@ def run_trial(
         )
         result = TrialResult(image, [p.name for p in plan], clock() - t0)
         progress(f"trial: SQL on {cn.name} after {result.time_to_sql:.1f} s")
+        # Its sessions are listed through the query services of the CNs HAKeeper knows:
+        # until this CN's store is there, the list is empty, even of the asking session.
+        wait_for(
+            lambda: _lists_itself(sessions, cn.name),
+            what=f"show processlist on {cn.name}",
+            timeout=REGISTER_TIMEOUT,
+            interval=0.5,
+        )
+        result.time_to_processlist = clock() - t0
         _sessions(sessions, cn.name, result)
+        pids = {p.name: pods.pid(p.name) for p in plan}
+        before, t1 = {pod: cpu_seconds(pid) for pod, pid in pids.items()}, clock()
         time.sleep(SETTLE)
-        result.rss = {p.name: rss_bytes(pods.pid(p.name)) for p in plan}
+        spent = clock() - t1
+        result.rss = {pod: rss_bytes(pid) for pod, pid in pids.items()}
+        result.idle_cpu = {
+            pod: (cpu_seconds(pid) - before[pod]) / spent for pod, pid in pids.items()
+        }
         return result
     except BaseException:
         pods.save_logs(logs)
@@ -141,23 +172,36 @@ def _answers(sessions: SqlSessions, pod: str) -> tuple[bool, str]:
     return rows == [(1,)], f"select 1 -> {rows}"
 
 
-def _ours(sessions: SqlSessions, pod: str) -> list[dict[str, object]]:
-    """The sessions ``show processlist`` lists as ours (client address ``CLIENT_ADDR``, which
-    only the proxy's preamble sets), the observing one left out."""
+def _lists_itself(sessions: SqlSessions, pod: str) -> tuple[bool, str]:
+    listed = _listed(sessions, pod)
+    return bool(listed), f"{len(listed)} sessions listed"
+
+
+def _listed(sessions: SqlSessions, pod: str) -> list[dict[str, object]]:
     columns, rows = sessions.query(pod, "show processlist")
-    listed = [dict(zip(columns, row, strict=True)) for row in rows]
-    return [r for r in listed if r.get("client_host") == CLIENT_ADDR
-            and not str(r.get("info") or "").startswith("show processlist")]  # fmt: skip
+    return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def _ours(listed: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The sessions listed as ours (client address ``CLIENT_ADDR``, which only the proxy's
+    preamble sets), the observing one left out."""
+    return [
+        r
+        for r in listed
+        if r.get("client_host") == CLIENT_ADDR
+        and not str(r.get("info") or "").startswith("show processlist")
+    ]
 
 
 def _sessions(sessions: SqlSessions, pod: str, result: TrialResult) -> None:
     sessions.hold(pod, HELD)
-    held = _ours(sessions, pod)
+    result.listed = _listed(sessions, pod)
+    held = _ours(result.listed)
     result.sessions_held = len(held)
     result.sessions_from_proxy = sum(1 for r in held if r.get("proxy_host"))
     sessions.release(pod)
     for _ in itertools.repeat(None, 20):
-        result.sessions_after_release = len(_ours(sessions, pod))
+        result.sessions_after_release = len(_ours(_listed(sessions, pod)))
         if result.sessions_after_release == 0:
             break
         time.sleep(0.5)

@@ -25,7 +25,7 @@ from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
 from mochaos.tooling.docker_cli import DockerCli, daemon_reason
 from mochaos.tooling.extras import import_extra
 from mochaos.tooling.progress import Progress, say
-from mochaos.tooling.waiting import wait_for
+from mochaos.tooling.waiting import Check, wait_for
 from mochaos.types import RUN_ID_LABEL
 
 MINIO_IMAGE = minio_image.UPSTREAM_IMAGE
@@ -104,14 +104,14 @@ class DockerMinio:
         docker: DockerCli | None = None,
         image: str | None = None,
         progress: Progress = say,
-        make_bucket: Callable[[str, int], tuple[bool, str]] | None = None,
+        bucket: Callable[[str, int], Check] | None = None,
     ) -> None:
         self.network = network
         self.image = image
         self.name = f"mochaos-minio-{uuid.uuid4().hex[:8]}"
         self._docker = docker
         self.progress = progress
-        self._make_bucket = make_bucket or bucket_made
+        self._bucket = bucket or bucket_check
         self._cid: str | None = None
 
     def up(self) -> S3Store:
@@ -127,12 +127,27 @@ class DockerMinio:
         docker = self._docker = self._docker or DockerCli.find()
         image = self.image or minio_image.ensure_image(docker, progress=self.progress)
         self.progress(f"starting MinIO {image} on Docker network {self.network!r}")
-        cid = docker.create([
-            "--name", self.name, "--network", self.network, "--publish", f"127.0.0.1::{PORT}",
-            "--env", f"MINIO_ROOT_USER={ACCESS_KEY}", "--env", f"MINIO_ROOT_PASSWORD={SECRET_KEY}",
-            "--label", "mochaos.io/role=minio",
-            image, "server", "/data", "--address", f":{PORT}",
-        ])  # fmt: skip
+        cid = docker.create(
+            [
+                "--name",
+                self.name,
+                "--network",
+                self.network,
+                "--publish",
+                f"127.0.0.1::{PORT}",
+                "--env",
+                f"MINIO_ROOT_USER={ACCESS_KEY}",
+                "--env",
+                f"MINIO_ROOT_PASSWORD={SECRET_KEY}",
+                "--label",
+                "mochaos.io/role=minio",
+                image,
+                "server",
+                "/data",
+                "--address",
+                f":{PORT}",
+            ]
+        )
         register_container(cid, docker.engine)
         self._cid = cid
         started = docker.start(cid)
@@ -149,7 +164,7 @@ class DockerMinio:
             )
         host, port = docker.published(cid, PORT)
         wait_for(
-            lambda: self._make_bucket(host, port),
+            self._bucket(host, port),
             what=f"MinIO {self.name} and its bucket {BUCKET}",
             timeout=READY_TIMEOUT,
             interval=0.5,
@@ -166,14 +181,20 @@ class DockerMinio:
             self._cid = None
 
 
-def bucket_made(host: str, port: int) -> tuple[bool, str]:
-    """One poll: MinIO answers S3 and the bucket exists (made now if it did not)."""
+def bucket_check(host: str, port: int) -> Check:
+    """The poll that makes the bucket once MinIO at ``host:port`` answers S3 (the client
+    module is imported first: a missing one is one line at once, not a long wait)."""
     minio = import_extra("minio", why="making MinIO's bucket for MatrixOne")
-    client = minio.Minio(f"{host}:{port}", access_key=ACCESS_KEY, secret_key=SECRET_KEY,
-                         secure=False)  # fmt: skip
-    if not client.bucket_exists(BUCKET):
-        client.make_bucket(BUCKET)
-    return True, f"bucket {BUCKET} exists"
+    client = minio.Minio(
+        f"{host}:{port}", access_key=ACCESS_KEY, secret_key=SECRET_KEY, secure=False
+    )
+
+    def check() -> tuple[bool, str]:
+        if not client.bucket_exists(BUCKET):
+            client.make_bucket(BUCKET)
+        return True, f"bucket {BUCKET} exists"
+
+    return check
 
 
 class InClusterMinio:

@@ -8,6 +8,7 @@ rendered from cnpool.yaml, and the waits a real pool needs).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,8 +141,10 @@ def prepare_namespace(
     timings: Timings,
     progress: Progress = say,
     interval: float = 2.0,
+    cancel: threading.Event | None = None,
 ) -> PoolSpec:
-    """Apply the MinIO Secret, LogSet and DNSet to ``namespace`` and wait until both are Ready.
+    """Apply the MinIO Secret, LogSet and DNSet to ``namespace`` and wait until both are Ready
+    (or ``cancel`` is set: InfraError).
 
     The scenario creates its own CNPool; the returned spec carries what it
     must use from cnpool.yaml.
@@ -163,5 +166,6 @@ def prepare_namespace(
         timeout=timings.base_ready,
         interval=interval,
         hint=f"`kubectl -n {namespace} get logset,dnset,pods` shows which part is stuck",
+        cancel=cancel,
     )
     return pool_spec(pool)

@@ -192,3 +192,22 @@ def test_bridged_traffic_is_let_through_only_where_the_host_would_drop_it() -> N
     assert needs_accept(
         "mtr1", forward_rules=FORWARD_DROP + "\n-A FORWARD -i mtr12 -j ACCEPT", bridge_nf="1"
     )
+
+
+def test_the_rule_goes_first_in_docker_user_and_comes_out_again(monkeypatch, tmp_path: Path):
+    from mochaos.images.trial import forwarding
+    from mochaos.tooling.runner import Result
+
+    (tmp_path / "nf").write_text("1\n")
+    monkeypatch.setattr(forwarding, "BRIDGE_NF", tmp_path / "nf")
+    monkeypatch.setattr(forwarding.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    runner = RecordingRunner({"iptables -S FORWARD": Result((), 0, FORWARD_DROP)})
+    lines: list[str] = []
+    undo = forwarding.accept_bridge("mtr1", runner=runner, progress=lines.append)
+    assert runner.commands()[-1] == "iptables -I DOCKER-USER 1 -i mtr1 -o mtr1 -j ACCEPT"
+    assert "FORWARD policy DROP" in lines[0]
+    undo()
+    assert runner.commands()[-1] == "iptables -D DOCKER-USER -i mtr1 -o mtr1 -j ACCEPT"
+    quiet = RecordingRunner({"iptables -S FORWARD": Result((), 0, "-P FORWARD ACCEPT")})
+    forwarding.accept_bridge("mtr1", runner=quiet, progress=lines.append)()
+    assert quiet.commands() == ["iptables -S FORWARD"]
