@@ -64,7 +64,8 @@ def _transient(err: BaseException) -> bool:
     cause = err.__cause__
     if isinstance(cause, OSError):
         return True
-    code = getattr(cause, "args", (None,))[0] if cause is not None else None
+    args = getattr(cause, "args", ())
+    code = args[0] if args else None
     return type(cause).__name__ == "OperationalError" and code in LOST_CONNECTION
 
 
