@@ -1,15 +1,16 @@
 """The code blocks of docs/*.md that claim to run: a fenced block right after a
-``<!-- runnable: <kind> [name] -->`` comment."""
+``<!-- runnable: <kind> [name] -->`` comment (indented blocks of a list item are dedented)."""
 
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 MARK = re.compile(r"^<!-- runnable: (?P<kind>[\w-]+)(?: (?P<name>[\w-]+))? -->$")
-FENCE = re.compile(r"^```(?P<lang>\w*)")
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>\w*)$")
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,13 @@ def runnable_blocks(docs: Path = DOCS) -> list[Block]:
             if mark is None:
                 continue
             where = f"{page.relative_to(docs)}:{i + 1}"
-            if i + 1 >= len(lines) or not FENCE.match(lines[i + 1]):
+            fence = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
+            if fence is None:
                 raise ValueError(f"{where}: a runnable mark must be followed by a ``` block")
-            end = next((j for j in range(i + 2, len(lines)) if lines[j] == "```"), None)
+            closing = fence["indent"] + "```"
+            end = next((j for j in range(i + 2, len(lines)) if lines[j] == closing), None)
             if end is None:
                 raise ValueError(f"{where}: the block never ends")
-            code = "\n".join(lines[i + 2 : end]) + "\n"
+            code = textwrap.dedent("\n".join(lines[i + 2 : end]) + "\n")
             found.append(Block(where.split(":")[0], i + 1, mark["kind"], mark["name"] or "", code))
     return found
