@@ -83,8 +83,12 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
         and not config.getoption("collectonly")
         and _runs_suites(config)
     ):
+        from mochaos.config import default_workers
+
         try:
-            workers = _setting_now(config, "workers")
+            workers = _setting_now(config, "workers") or default_workers(
+                _setting_now(config, "cluster")
+            )
         except UsageError:
             workers = 0  # pytest_configure reports the bad value
         if workers and workers > 1:
