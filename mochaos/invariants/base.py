@@ -118,13 +118,14 @@ def feed(
     judges: Sequence[Judge],
     entries: Iterable[Entry],
     *,
-    on_change: Callable[[Change], None] | None = None,
+    on_change: Callable[[Change, Obj | None], None] | None = None,
 ) -> None:
     """Feed new entries (in ``seq`` order) to ``judges`` over the shared ``facts``.
 
     An ActionRecord whose ``seq`` was already fed is that record completed (its write's
     resourceVersion or error filled in), not a new entry: judges are told through
-    ``amend``. ``on_change`` sees each Change once the world has applied it.
+    ``amend``. ``on_change`` sees each Change once the world has applied it, with the
+    object as it was before (None when new).
     """
     for entry in entries:
         if isinstance(entry, ActionRecord) and entry.seq <= facts.last_seq:
@@ -138,7 +139,7 @@ def feed(
         if isinstance(entry, Change):
             prev = facts.world.apply(entry)
             if on_change is not None:
-                on_change(entry)
+                on_change(entry, prev)
         elif isinstance(entry, ActionRecord):
             facts.learn(entry)
         facts.advance(entry)

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from mochaos.invariants.base import InvariantBase, Judge, feed
-from mochaos.invariants.facts import CLAIM, CLAIMSET, POD, Facts
+from mochaos.invariants.facts import CLAIM, CLAIMSET, POD, Facts, Obj
 from mochaos.invariants.options import validate_options
 from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 ACTIVE_KINDS = (CLAIM, CLAIMSET, POD)
 """The kinds whose changes count as the system moving (the kinds the invariants judge)."""
+BOOKKEEPING = frozenset({"resourceVersion", "managedFields"})
+"""Fields a write changes without moving the object."""
 
 
 class IncrementalChecker:
@@ -47,8 +50,11 @@ class IncrementalChecker:
         feed(self.facts, self._judges, entries, on_change=self._note_move)
         return self._newly_failed(self.verdicts())
 
-    def _note_move(self, change: Change) -> None:
-        if change.kind in ACTIVE_KINDS and change.rv not in self.facts.own_rvs:
+    def _note_move(self, change: Change, before: Obj | None) -> None:
+        if (
+            change.kind in ACTIVE_KINDS and change.rv not in self.facts.own_rvs
+            and moved(before, change)
+        ):  # fmt: skip
             heapq.heappush(self._moves, (-change.t, change.rv))
 
     def verdicts(self, *, now: float | None = None, final: bool = False) -> list[Verdict]:
@@ -99,6 +105,25 @@ class IncrementalChecker:
         new = [v for v in verdicts if v.failed and v.invariant not in self._reported]
         self._reported.update(v.invariant for v in new)
         return new
+
+
+def moved(before: Obj | None, change: Change) -> bool:
+    """Whether ``change`` moved its object: created, deleted, or anything changed but its
+    bookkeeping and the order of its lists. The real CNClaimSet controller rewrites
+    ``status.claims`` in another order on many of its passes; that is no move, and counting
+    it would keep a settle from ever seeing the system calm."""
+    if before is None or change.event != "MODIFIED":
+        return True
+    return _canonical(before) != _canonical(change.obj)
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` without bookkeeping fields, with every list as a sorted tuple."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _canonical(v)) for k, v in value.items() if k not in BOOKKEEPING))
+    if isinstance(value, list):
+        return tuple(sorted((_canonical(v) for v in value), key=repr))
+    return value
 
 
 def evaluate(

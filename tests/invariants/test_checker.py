@@ -164,6 +164,29 @@ def test_last_move_ignores_our_writes_even_when_their_record_comes_late():
     assert checker.end == 3
 
 
+def _claimset(seq: int, t: float, claims: list[str], replicas: int = 2) -> Change:
+    obj = {
+        "kind": "CNClaimSet",
+        "metadata": {"name": "S1", "resourceVersion": str(seq), "managedFields": [{"t": t}]},
+        "spec": {"replicas": replicas},
+        "status": {"claims": [{"claimName": c, "store": {"string": f"pod-{c}"}} for c in claims]},
+    }
+    event = "ADDED" if seq == 1 else "MODIFIED"
+    return Change(seq, t, "CNClaimSet", event, "ns", "S1", seq, obj)
+
+
+def test_last_move_ignores_a_status_list_rewritten_in_another_order():
+    # The real CNClaimSet controller's status.claims order flips from pass to pass: no move.
+    checker = Checker(CheckOptions())
+    checker.feed([_claimset(1, 1, ["X", "Y"])])
+    checker.feed([_claimset(2, 5, ["Y", "X"]), _claimset(3, 9, ["X", "Y"])])
+    assert checker.last_move() == 1
+    checker.feed([_claimset(4, 12, ["X", "Z"])])
+    assert checker.last_move() == 12
+    checker.feed([_claimset(5, 15, ["Z", "X"], replicas=3)])
+    assert checker.last_move() == 15
+
+
 def test_an_empty_checker_and_a_subset_of_invariants():
     checker = IncrementalChecker(CheckOptions(), (get("retry-budget"), get("no-leaked-pods")))
     assert [v.status for v in checker.verdicts(final=True)] == ["pass", "skipped"]
