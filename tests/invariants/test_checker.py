@@ -177,7 +177,7 @@ def _claimset(seq: int, t: float, claims: list[str], replicas: int = 2) -> Chang
 
 def test_last_move_ignores_a_status_list_rewritten_in_another_order():
     # The real CNClaimSet controller's status.claims order flips from pass to pass: no move.
-    checker = Checker(CheckOptions())
+    checker = IncrementalChecker(CheckOptions(), ALL)
     checker.feed([_claimset(1, 1, ["X", "Y"])])
     checker.feed([_claimset(2, 5, ["Y", "X"]), _claimset(3, 9, ["X", "Y"])])
     assert checker.last_move() == 1
