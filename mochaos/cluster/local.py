@@ -326,15 +326,21 @@ class LocalProvider:
 
     def dependency_checks(self) -> dict[str, Callable[[], str | None]]:
         """For each double (what runs beside the control plane for the operator): why it is
-        unavailable now — not running as the supervisor's table says, or failing its health
-        check — or None (see :mod:`mochaos.observe.periods`)."""
+        unavailable now — not running as the supervisor's table says, restarted since the
+        last look (a crash the supervisor mended between two probes), or failing its
+        health check — or None (see :mod:`mochaos.observe.periods`)."""
 
         def check(double: DoubleSpec) -> Callable[[], str | None]:
             ctx = self._double_context(double)
+            seen: list[int | None] = [None]
 
             def now() -> str | None:
-                if doubles_host.running(double, self.supervision) is None:
+                pid = doubles_host.running(double, self.supervision)
+                before, seen[0] = seen[0], pid
+                if pid is None:
                     return "not running"
+                if before is not None and before != pid:
+                    return f"restarted (pid {before} -> {pid})"
                 return doubles_host.health(double, ctx)
 
             return now
@@ -466,13 +472,16 @@ class LocalProvider:
                 cmd, env=self._env(), capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired as err:
+            # What it printed before it was killed is the only account of where it hung.
+            _log_command(
+                log, cmd, _text(err.stdout) + _text(err.stderr), f"killed after {timeout:.0f}s"
+            )
             raise InfraError(
                 f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''} timed out after "
                 f"{timeout:.0f}s",
                 hint=f"see {log} and {self.cluster_dir / 'logs'}",
             ) from err
-        with log.open("a", encoding="utf-8") as fh:
-            fh.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n(exit {proc.returncode})\n")
+        _log_command(log, cmd, proc.stdout + proc.stderr, f"exit {proc.returncode}")
         if proc.returncode != 0:
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise InfraError(
@@ -613,3 +622,16 @@ def _stop_pid(pid: int, component: str, grace: float = 5.0) -> None:
 
 def _gone_within(pid: int, component: str, seconds: float) -> bool:
     return wait_gone(lambda: is_our_process(pid, component), seconds)
+
+
+def _log_command(log: Path, cmd: Sequence[str], output: str, end: str) -> None:
+    """Append a command, what it printed and how it ended (``exit 0``, ``killed after …``)."""
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n{output}\n({end})\n")
+
+
+def _text(data: str | bytes | None) -> str:
+    """A timed-out child's partial output, whichever type ``subprocess`` left it in."""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""
