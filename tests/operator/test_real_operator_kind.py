@@ -50,8 +50,13 @@ def test_main_on_kind_fails_the_seed_race_with_retries_from_the_operator_pods_lo
     reason = _engine_reason()
     if reason:
         pytest.skip(reason)
+    # the operator runs in the kind node: no host port, so no turn behind the host's runs
     result = run_seed(
-        tmp_path, "--mochaos-cluster=kind", "--operator", f"source:{os.environ[ENV_SOURCE]}@{MAIN}"
+        tmp_path,
+        "--mochaos-cluster=kind",
+        "--operator",
+        f"source:{os.environ[ENV_SOURCE]}@{MAIN}",
+        host_port=False,
     )
     assert result["cluster_provider"] == "kind"
     # migration-completes joins them when the settle outlasts the migration's 120 s (a pool
