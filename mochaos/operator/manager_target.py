@@ -1,13 +1,15 @@
 """The real operator manager on the local cluster: what ``binary:``, ``source:`` and
 ``image:`` (:mod:`~mochaos.operator.container_target`) share.
 
-Per session: the operator's CRDs (from the checkout or ``--operator-crds``) and its
-webhooks, served by one shared manager (:mod:`~mochaos.operator.webhooks`). Per test
-namespace: a LogSet and a DNSet (MatrixOne's log service and TN, realised by the
-local cluster's OpenKruise and MatrixOne doubles), then a manager watching only that
-namespace. Sessions on a CN go through the MatrixOne double's control interface.
-The real manager cannot be time-scaled: its intervals are compiled in, and the waits
-below are sized from them.
+Per session: the environment it runs on (kruise-manager of the version the checkout pins,
+:mod:`mochaos.kruise.pin`, and the MatrixOne double, started on the local cluster when
+absent), the operator's CRDs (from the checkout or ``--operator-crds``) and its webhooks,
+served by one shared manager (:mod:`~mochaos.operator.webhooks`). Per test namespace: a
+LogSet and a DNSet (MatrixOne's log service and TN, realised by the local cluster's
+kruise-manager and MatrixOne double), then a manager watching only that namespace.
+Sessions on a CN go through the MatrixOne double's control interface. The real manager
+cannot be time-scaled: its intervals are compiled in, and the waits below are sized from
+them.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mochaos.cluster import environment
 from mochaos.errors import InfraError, UsageError
+from mochaos.kruise import pin as kruise_pin
 from mochaos.operator import crds as crd_install
 from mochaos.operator import webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
 from mochaos.progress import announce
-from mochaos.types import Cluster, RunningOperator
+from mochaos.types import Cluster, Environment, RunningOperator
 
 if TYPE_CHECKING:
     from mochaos.operator.container import OperatorContainer
@@ -34,12 +38,12 @@ READY_TIMEOUT = 90.0
 
 
 def require_local(options: dict[str, Any], scheme: str) -> None:
-    """binary:/source: need the local cluster's doubles; UsageError elsewhere."""
+    """binary:/source: need the local cluster's MatrixOne double; UsageError elsewhere."""
     cluster = options.get("cluster", "local")
     if cluster != "local":
         raise UsageError(
-            f"{scheme}: targets run on the local cluster (its OpenKruise and MatrixOne "
-            f"doubles), not on --mochaos-cluster={cluster}",
+            f"{scheme}: targets run on the local cluster (its kruise-manager and MatrixOne "
+            f"double), not on --mochaos-cluster={cluster}",
             hint="on kind, qualify the operator's image: --operator=image:<repo>:<tag>",
         )
 
@@ -100,6 +104,7 @@ class ManagerTarget:
         self.ready_timeout = ready_timeout
         self._host: webhooks.WebhookHost | None = None
         self._cluster: Cluster | None = None
+        self.environment = Environment(kruise=kruise_pin.pinned_version(crd_root), matrixone=True)
 
     @property
     def binary(self) -> Path:
@@ -148,8 +153,9 @@ class ManagerTarget:
     # -- the target ---------------------------------------------------------------------------
 
     def install(self, cluster: Cluster) -> None:
-        """Build or find the manager, install the operator's CRDs, start or join the webhook
-        host."""
+        """Provide the environment, build or find the manager, install the operator's CRDs,
+        start or join the webhook host."""
+        environment.provide(cluster, self.environment)
         build = self._identity()
         crd_install.install(
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
