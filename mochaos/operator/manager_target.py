@@ -104,7 +104,12 @@ class ManagerTarget:
         self.ready_timeout = ready_timeout
         self._host: webhooks.WebhookHost | None = None
         self._cluster: Cluster | None = None
-        self.environment = Environment(kruise=kruise_pin.pinned_version(crd_root), matrixone=True)
+
+    @property
+    def environment(self) -> Environment:
+        """kruise-manager of the version the operator pins, and the MatrixOne double (a
+        ``source:`` checkout is read once exported, i.e. from :meth:`install` on)."""
+        return Environment(kruise=kruise_pin.pinned_version(self._crd_root), matrixone=True)
 
     @property
     def binary(self) -> Path:
@@ -155,8 +160,8 @@ class ManagerTarget:
     def install(self, cluster: Cluster) -> None:
         """Provide the environment, build or find the manager, install the operator's CRDs,
         start or join the webhook host."""
-        environment.provide(cluster, self.environment)
         build = self._identity()
+        environment.provide(cluster, self.environment)
         crd_install.install(
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
         )
