@@ -13,7 +13,9 @@ caches stay warm), the job runs as a child pytest with the same seed:
   (hold ``/work/locks/port9443.lock``-style machine locks yourself: it starts a real
   operator).
 
-Prints each run's wall time (cluster start included), the scenarios' own seconds, outcome
+With ``--fresh-cache`` each run gets an empty mo-chaos cache of its own (Go's caches stay
+warm): the first run on a new machine, and which components it had to build. Prints each
+run's wall time (builds and cluster start included), the scenarios' own seconds, outcome
 and violated invariants, and the after/before ratios. Run: ``python bench/before_after.py
 --help``.
 """
@@ -43,6 +45,9 @@ def job(args: Any, checkout: Path, python: str, label: str, out: Path) -> dict[s
     name = f"bench-ba-{label}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update({"MOCHAOS_CLUSTER_NAME": name, "GONOSUMDB": "github.com/matrixorigin"})
+    cache = out / f"cache-{label}"
+    if args.fresh_cache:
+        env["MOCHAOS_CACHE"] = str(cache)
     reports = out / f"reports-{label}"
     if args.job == "main":
         target = ["-k", "scalein_during_migration"]
@@ -61,9 +66,11 @@ def job(args: Any, checkout: Path, python: str, label: str, out: Path) -> dict[s
     print(f"bench: {label}: {wall:.1f}s, exit {proc.returncode}", file=sys.stderr, flush=True)
     summary = reports / "latest" / "summary.json"
     tests = json.loads(summary.read_text())["tests"] if summary.exists() else []
+    built = sorted(p.name for p in (cache / "bin").iterdir()) if args.fresh_cache else []
     return {
         "wall_s": wall,
         "exit": proc.returncode,
+        "built": built,
         "tests": {
             t["nodeid"].rsplit("::", 1)[-1]: {
                 "outcome": t["outcome"],
@@ -85,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="operator checkout for --job seed (MOCHAOS_OPERATOR_SRC)")  # fmt: skip
     p.add_argument("--rev", default="2301e3b", help="operator revision for --job seed")
     p.add_argument("--seed", type=int, default=1234, help="--chaos-seed of both runs")
+    p.add_argument("--fresh-cache", action="store_true", help="an empty mo-chaos cache each")
     p.add_argument("--out", type=Path, default=figures.DEFAULT_OUT)
     args = p.parse_args(argv)
     if args.job == "seed" and not args.operator_src:
@@ -110,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                  figures.fmt(figures.ratio(after["wall_s"], before["wall_s"]), "x")])  # fmt: skip
     headers = ["scenario", "before", "after", "before s", "after s", "after/before"]
     print(figures.table(headers, rows))
+    if args.fresh_cache:
+        print(
+            f"built before: {', '.join(before['built'])}\nbuilt after: {', '.join(after['built'])}"
+        )
     settings = {k: str(v) for k, v in vars(args).items()}
     result = {"machine": figures.machine(), "job": settings, "before": before, "after": after,
               "logs": str(logs)}  # fmt: skip

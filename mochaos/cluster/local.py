@@ -197,6 +197,12 @@ class LocalProvider:
         missing, start it, wait until healthy. A kruise-manager of another version is
         replaced by the one asked for."""
         with self._lock():
+            if not self.kubeconfig_path().exists():
+                raise InfraError(
+                    f"cluster {self.cluster_name} is not running: nothing to provide "
+                    f"{env.describe()} to",
+                    hint="start it first (python -m mochaos cluster up)",
+                )
             wanted = environment.merged(self.environment, env)
             if wanted == self.environment and not self._double_problems():
                 return

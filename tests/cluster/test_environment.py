@@ -110,3 +110,15 @@ def test_kruise_is_provided_restarted_kept_and_stopped(provider: LocalProvider):
     argv = cmdline(again) if again else []
     provider.down()
     assert again is not None and cmdline(again) != argv, "down() left kruise-manager running"
+
+
+def test_providing_to_a_cluster_that_does_not_run_is_refused():
+    from mochaos.errors import InfraError
+
+    p = LocalProvider(name=f"mc-env-none-{secrets.token_hex(2)}")
+    try:
+        with pytest.raises(InfraError, match="is not running: nothing to provide kruise-manager"):
+            p.provide(KRUISE)
+        assert not p.cluster_dir.exists()
+    finally:
+        (p.workdir / f"{p.cluster_name}.lock").unlink(missing_ok=True)
