@@ -28,6 +28,17 @@ def parts(env: Environment) -> tuple[DoubleSpec, ...]:
     return (*out, *([matrixone.SPEC] if env.matrixone else []))
 
 
+def build(env: Environment) -> None:
+    """Put what ``env`` runs into the binary cache (each under its own build lock, so that a
+    cold build does not hold the cluster's lock for minutes)."""
+    from mochaos.cluster import build as binaries
+
+    if env.kruise:
+        binaries.kruise_manager(env.kruise)
+    if env.matrixone:
+        binaries.matrixone_double()
+
+
 def merged(current: Environment, wanted: Environment) -> Environment:
     """What runs once ``wanted`` is provided on a cluster running ``current``: both, with
     ``wanted``'s kruise version (one kruise-manager per cluster)."""

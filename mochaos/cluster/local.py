@@ -196,13 +196,14 @@ class LocalProvider:
         """Run ``env`` on this (running) cluster besides what it runs already: build what is
         missing, start it, wait until healthy. A kruise-manager of another version is
         replaced by the one asked for."""
+        if not self.kubeconfig_path().exists():
+            raise InfraError(
+                f"cluster {self.cluster_name} is not running: nothing to provide "
+                f"{env.describe()} to",
+                hint="start it first (python -m mochaos cluster up)",
+            )
+        environment.build(env)  # outside the cluster's lock: a cold build takes minutes
         with self._lock():
-            if not self.kubeconfig_path().exists():
-                raise InfraError(
-                    f"cluster {self.cluster_name} is not running: nothing to provide "
-                    f"{env.describe()} to",
-                    hint="start it first (python -m mochaos cluster up)",
-                )
             wanted = environment.merged(self.environment, env)
             if wanted == self.environment and not self._double_problems():
                 return
