@@ -104,7 +104,11 @@ COMPONENTS = (
     Component("etcd", ETCD_VERSION, ("etcd",), "wrapper-v1"),
     Component("kwok", KWOK_VERSION, ("kwok", "kwokctl"), "install-v1"),
     Component(
-        "kwok-stages", KWOK_VERSION, (), kwok_stages.RECIPE, files=(kwok_stages.DEFAULTS_FILE,)
+        "kwok-stages",
+        KWOK_VERSION,
+        (),
+        kwok_stages.RECIPE,
+        files=(kwok_stages.DEFAULTS_FILE, kwok_stages.STORAGE_CLASS_FILE),
     ),
 )
 """The control plane: what every local cluster runs (:func:`build`)."""

@@ -530,6 +530,22 @@ class LocalProvider:
             self.cluster_name,
             timeout=60,
         )
+        self._apply_storage_class()
+
+    def _apply_storage_class(self) -> None:
+        """kwok's ``kwok-volume`` StorageClass, the default class: PVCs without a class get
+        it on creation, and kwok's volume Stages provision and bind them."""
+        from kubernetes import client, config
+
+        body = kwok_stages.storage_class(_default_stages())
+        api = config.new_client_from_config(config_file=str(self.kubeconfig_path()))
+        try:
+            client.StorageV1Api(api).patch_storage_class(
+                body["metadata"]["name"], body, field_manager="mochaos", force=True,
+                _content_type="application/apply-patch+yaml", _request_timeout=10,
+            )  # fmt: skip
+        finally:
+            api.close()
 
     def _delete(self) -> None:
         # The supervisor first: it would restart what is being stopped.

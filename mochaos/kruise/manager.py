@@ -31,10 +31,18 @@ NAME = "kruise"
 NAMESPACE = "kruise-system"
 """POD_NAMESPACE: the namespace kruise would run in (its webhook controller watches its
 certificate Secret there; with WEBHOOK_HOST the certificate is written to files instead)."""
-FEATURE_GATES = "KruiseDaemon=false"
-"""No kruise-daemon on kwok nodes: with its gate on, an in-place update of an annotation the
-CN container reads as an environment variable waits for container metadata only the
-daemon writes (kruise pkg/util/inplaceupdate: UpdateEnvFromMetadata)."""
+FEATURE_GATES = (
+    "StatefulSetAutoDeletePVC=true,PodUnavailableBudgetDeleteGate=true,"
+    "PodUnavailableBudgetUpdateGate=true,KruiseDaemon=false"
+)
+"""kruise's feature gates wherever mo-chaos runs it (the local cluster here, the kind path's
+chart): the operator chart's (its values.yaml at 2301e3b) plus ``KruiseDaemon=false``. No
+kruise-daemon runs on kwok nodes (nor on kind, where 1.4.0's daemon crash-loops on
+containerd 2.x): with its gate on, an in-place update of an annotation the CN container reads
+as an environment variable waits for container metadata only the daemon writes (kruise
+pkg/util/inplaceupdate: UpdateEnvFromMetadata), and the chart renders the daemon's
+DaemonSet. ``StatefulSetAutoDeletePVC`` makes the LogSet's and DNSet's volumes follow the
+operator's ``persistentVolumeClaimRetentionPolicy``."""
 PORTS_FILE = "ports.json"
 CERTS = "certs"
 VERSION_ANNOTATION = "mochaos.io/kruise-version"

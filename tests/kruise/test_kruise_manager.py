@@ -190,3 +190,35 @@ def test_an_in_place_image_update_completes(kruise, custom, core, namespace):
     after = pods(core, namespace, "ipu")
     assert {p.metadata.name for p in after} == names, "updated in place, not recreated"
     assert {p.status.container_statuses[0].image for p in after} == {"mo:2"}
+
+
+def test_an_advanced_statefulset_with_volumes_runs(kruise, custom, core, namespace):
+    """The LogSet's shape: ordinals, a claim per pod from a class-less template (kwok's
+    provisioner binds it), every pod Ready."""
+    body = {
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "metadata": {"name": "log"},
+        "spec": {
+            "replicas": 2, "serviceName": "log-headless", "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "log"}},
+            "template": {"metadata": {"labels": {"app": "log"}}, "spec": {"containers": [
+                {"name": "main", "image": "mo:1",
+                 "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+        },
+    }  # fmt: skip
+    custom.create_namespaced_custom_object("apps.kruise.io", "v1beta1", namespace,
+                                           "statefulsets", body)  # fmt: skip
+
+    def ready() -> bool:
+        sts = custom.get_namespaced_custom_object(
+            "apps.kruise.io", "v1beta1", namespace, "statefulsets", "log"
+        )
+        return sts.get("status", {}).get("readyReplicas") == 2
+
+    wait(ready, what="2 ready log pods")
+    assert sorted(p.metadata.name for p in pods(core, namespace, "log")) == ["log-0", "log-1"]
+    claims = core.list_namespaced_persistent_volume_claim(namespace).items
+    assert sorted((c.metadata.name, c.status.phase) for c in claims) == [
+        ("data-log-0", "Bound"), ("data-log-1", "Bound"),
+    ]  # fmt: skip
