@@ -1,15 +1,17 @@
-"""The ``python -m mochaos`` command line: cluster lifecycle, qualification, re-checking.
+"""The ``python -m mochaos`` command line: the local cluster, qualification and its history,
+exploration, merging shards, re-checking a history.
 
-Exit statuses: 0 ok, 1 the operator failed a scenario (qualify) or an invariant
-(check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
+Exit statuses: 0 ok, 1 the operator failed a scenario (qualify, merge), a case (explore) or
+an invariant (check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from mochaos import __version__
 from mochaos.cluster import PROVIDERS
@@ -68,7 +70,46 @@ def _parser() -> argparse.ArgumentParser:
         help="suites directory (default: packaged)",
     )
     q.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
+    q.add_argument("--history", type=Path, default=None,
+                   help="a history store: append each qualification (one JSON file) and "
+                   "render its grid.html across builds")  # fmt: skip
     q.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+
+    e = sub.add_parser(
+        "explore", help="learn a workload's injection points and run a fault at each"
+    )
+    e.add_argument("--operator", help="operator target, e.g. model:upstream")
+    e.add_argument("--workload", help="named workload: " + ", ".join(_workloads()))
+    e.add_argument("--faults", default="", help="fault kinds, comma-separated (default: all)")
+    e.add_argument("--budget", type=int, default=None, help="cases to run at most (default: all)")
+    e.add_argument("--repeat", type=int, default=1, help="runs of each smallest failing case")
+    e.add_argument("--depth", type=int, default=1, choices=(1, 2), help="2: pairs and shrinking")
+    e.add_argument("-n", dest="workers", type=int, default=2, help="cases at once (default: 2)")
+    e.add_argument("--resume", type=Path, default=None, help="an exploration.json to go on from")
+    e.add_argument("--time-scale", type=float, default=1.0, help="model targets: time scale")
+    e.add_argument(
+        "--cluster", default="local", choices=PROVIDERS, help="cluster provider (default: local)"
+    )
+    e.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
+    e.add_argument(
+        "--report", type=Path, default=None, metavar="EXPLORATION",
+        help="render an exploration.json's matrix as HTML (next to it) and print its summary",
+    )  # fmt: skip
+    e.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    m = sub.add_parser("merge", help="merge shards' report folders into one run folder")
+    m.add_argument("reports", nargs="+", type=Path, help="the shards' report folders")
+    m.add_argument("--out", type=Path, default=Path("merged"),
+                   help="the merged run folder: summary.json, index.html, junit.xml "
+                   "(default: ./merged)")  # fmt: skip
+
+    h = sub.add_parser("history", help="read a history store of qualifications")
+    hsub = h.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    for name, text in (
+        ("grid", "render <store>/grid.html again"),
+        ("last-good", "print the target of the newest build that passed every scenario "
+         "(nothing when none did)"),
+    ):  # fmt: skip
+        hsub.add_parser(name, help=text).add_argument("store", type=Path, help="history store")
 
     c = sub.add_parser("check", help="re-judge a saved history.jsonl[.gz] with every invariant")
     c.add_argument("history", type=Path, help="a test's history.jsonl (or .jsonl.gz)")
@@ -104,33 +145,111 @@ def _qualify(args: argparse.Namespace) -> int:
     import re
 
     from mochaos.operator import parse_target
+    from mochaos.operator.leftovers import sweep
     from mochaos.report import compare
-    from mochaos.report.qualify import qualify
     from mochaos.report.rundir import new_run_id
 
     # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
     for spec in args.operator:
         parse_target(spec, {"cluster": args.cluster})
+    # Targets run one after another on one cluster: nothing of one may be left for the next.
+    print(f"qualify: {sweep(f'before {args.operator[0]}', provider=args.cluster).line()}",
+          flush=True)  # fmt: skip
+
+    def after(spec: str) -> Callable[[], dict[str, Any]]:
+        return lambda: sweep(f"after {spec}", provider=args.cluster).to_dict()
+
     if len(args.operator) == 1:
-        return qualify(
-            operator=args.operator[0], cluster=args.cluster, repeat=args.repeat,
-            keyword=args.keyword, suites=args.suites, out_root=args.reports_dir,
-            extra_args=list(args.pytest_args),
-        )  # fmt: skip
+        code, _ = _qualify_one(args, args.operator[0], args.reports_dir, after(args.operator[0]))
+        _write_history(args)
+        return code
     out = args.reports_dir / f"compare-{new_run_id()}"
     codes, reports = [], []
     for i, spec in enumerate(args.operator, 1):
         root = out / f"{i}-{re.sub(r'[^A-Za-z0-9._-]+', '_', spec)[:60]}"
         root.mkdir(parents=True)
-        codes.append(qualify(
-            operator=spec, cluster=args.cluster, repeat=args.repeat, keyword=args.keyword,
-            suites=args.suites, out_root=root, extra_args=list(args.pytest_args),
-        ))  # fmt: skip
-        reports += [json.loads(p.read_text()) for p in root.glob("qual-*/qualification.json")]
+        code, qdir = _qualify_one(args, spec, root, after(spec))
+        codes.append(code)
+        reports.append(json.loads((qdir / "qualification.json").read_text()))
     table = compare.write(out, reports)
     print(table.read_text(), end="")
     print(f"qualify: comparison {table}", flush=True)
+    _write_history(args)
     return compare.worst(codes)
+
+
+def _workloads() -> list[str]:
+    from mochaos.scenario.workloads import WORKLOADS
+
+    return list(WORKLOADS)
+
+
+def _explore(args: argparse.Namespace) -> int:
+    from mochaos.explore import report, runner
+    from mochaos.explore.faults import parse_fault_kinds
+    from mochaos.explore.plan import load
+    from mochaos.explore.signatures import group
+
+    if args.report is not None:
+        exploration = load(args.report)
+        page = report.write_html(exploration, args.report.with_name(runner.REPORT_FILE))
+        print(report.summary(exploration, group(exploration)))
+        print(f"explore: matrix {page}")
+        return 0
+    if not args.operator or not args.workload:
+        raise UsageError(
+            "explore needs --operator and --workload",
+            hint="e.g. explore --operator model:upstream --workload migration",
+        )
+    settings = runner.Settings(
+        operator=args.operator, workload=args.workload, faults=parse_fault_kinds(args.faults),
+        budget=args.budget, repeat=args.repeat, depth=args.depth, workers=args.workers,
+        resume=args.resume, out_root=args.reports_dir, cluster=args.cluster,
+        time_scale=args.time_scale, extra_args=tuple(args.pytest_args),
+    )  # fmt: skip
+    return runner.explore(settings)
+
+
+def _qualify_one(
+    args: argparse.Namespace, spec: str, root: Path, after_runs: Callable[[], dict[str, Any]]
+) -> tuple[int, Path]:
+    """Qualify ``spec`` into ``root``; (exit status, its qualification folder), appended to
+    ``--history`` when given. ``after_runs`` sweeps the cluster once the target's runs end."""
+    from mochaos.report import history
+    from mochaos.report.qualify import qualify
+
+    before = set(root.glob("qual-*"))
+    code = qualify(
+        operator=spec, cluster=args.cluster, repeat=args.repeat, keyword=args.keyword,
+        suites=args.suites, out_root=root, extra_args=list(args.pytest_args),
+        after_runs=after_runs,
+    )  # fmt: skip
+    (qdir,) = set(root.glob("qual-*")) - before
+    if args.history is not None:
+        print(f"qualify: history {history.append(args.history, qdir)}", flush=True)
+    return code, qdir
+
+
+def _write_history(args: argparse.Namespace) -> None:
+    if args.history is not None:
+        from mochaos.report.grid import write_grid
+
+        print(f"qualify: grid {write_grid(args.history)}", flush=True)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from mochaos.report import history
+    from mochaos.report.grid import write_grid
+
+    if args.action == "grid":
+        print(write_grid(args.store))
+        return 0
+    good = history.last_good(history.load(args.store))
+    if good is None:
+        print(f"mo-chaos: no build in {args.store} passed every scenario yet", file=sys.stderr)
+    else:
+        print(good["target"])
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -149,6 +268,21 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if any(v.failed for v in verdicts) else 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from mochaos.report.merge import exit_status, merge
+    from mochaos.report.summary import read_results, terminal_line
+    from mochaos.types import ScenarioResult
+
+    summary = merge(list(args.reports), args.out)
+    for data in read_results(args.out):
+        result = ScenarioResult.from_dict(data)
+        timeline = result.artifacts.get("timeline_md")
+        print(terminal_line(result, Path(timeline) if timeline else None))
+    code = exit_status(summary)
+    print(f"merge: exit {code}; {args.out / 'index.html'}, {summary}, {args.out / 'junit.xml'}")
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
     from mochaos import progress
@@ -161,6 +295,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "explore":
+            return _explore(args)
+        if args.command == "merge":
+            return _merge(args)
+        if args.command == "history":
+            return _history(args)
         return _qualify(args)
     except MochaosError as err:
         print(f"mo-chaos: {err}", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import UsageError
+from mochaos.shard import Shard, parse_shard
 
 # -- thresholds (operator-time seconds), the one set of defaults -----------------------
 
@@ -147,6 +148,9 @@ DEFAULT_WORKERS = 6
 """Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
 of the sequential time with the same verdicts (bench/main_job.py)."""
 MINIO_MODES = ("auto", "docker", "in-cluster")
+WARM_NAMESPACES = 1
+"""Namespaces a pytest process keeps ready for a real manager's next tests: one overlaps
+the ~40 s MatrixOne set-up of the next test with the current one (bench/warm_namespaces.py)."""
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("operator", "--operator", "operator target: model:<profile>, source:<dir>[@rev], "
@@ -157,6 +161,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the manager's path in the image", "/manager"),
     Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
             "may take to start its controllers", 90.0, _float),
+    Setting("warm_namespaces", "--mochaos-warm-namespaces", "real managers on the local "
+            "cluster: test namespaces each pytest process keeps ready ahead (MatrixOne's "
+            "LogSet and DNSet Ready, the manager started); 0 turns it off",
+            WARM_NAMESPACES, _int),
     Setting("time_scale", "--time-scale", "multiply the model's intervals and our thresholds "
             "(model targets only)", 1.0, _float),
     Setting("finalize_timeout", "--finalize-timeout", "seconds (operator time) a deleting "
@@ -180,6 +188,11 @@ SETTINGS: tuple[Setting, ...] = (
             False, _bool, switch=True),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
             _path),
+    Setting("explore", "--mochaos-explore", "an exploration.json (python -m mochaos explore): "
+            "pytest --pyargs mochaos.explore runs one test per case it lists", None, _path),
+    Setting("shard", "--mochaos-shard", "run shard i of n of the collected scenarios (i/n, "
+            "dealt by node id; merge the shards' reports with `mochaos merge`)", None,
+            parse_shard),
     Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
             group="kind"),
     Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
@@ -206,6 +219,7 @@ class RunConfig:
     operator_crds: Path | None = None
     operator_entrypoint: str = "/manager"
     operator_ready_timeout: float = 90.0
+    warm_namespaces: int = WARM_NAMESPACES
     time_scale: float = 1.0
     finalize_timeout: float = FINALIZE_TIMEOUT
     retry_budget: int = RETRY_BUDGET
@@ -218,6 +232,8 @@ class RunConfig:
     allow_context: tuple[str, ...] = ()
     keep_cluster: bool = False
     reports_dir: Path = Path("reports")
+    explore: Path | None = None
+    shard: Shard | None = None
     mo_image: str | None = None
     mo_version: str | None = None
     minio: str = "auto"
@@ -243,6 +259,7 @@ class RunConfig:
             "operator_crds": self.operator_crds,
             "operator_entrypoint": self.operator_entrypoint,
             "operator_ready_timeout": self.operator_ready_timeout,
+            "warm_namespaces": self.warm_namespaces,
             "cluster": self.cluster,
             "run_id": self.run_id,
             "mo_image": self.mo_image,
@@ -293,6 +310,10 @@ def resolve(
             raise UsageError(f"{SETTING_BY_NAME[name].flag} must be > 0", hint="give seconds")
     if cfg.retry_budget < 0:
         raise UsageError("--retry-budget must be >= 0", hint="give a count of retries")
+    if cfg.warm_namespaces < 0:
+        raise UsageError(
+            "--mochaos-warm-namespaces must be >= 0", hint="give a count (0 turns it off)"
+        )
     return cfg
 
 

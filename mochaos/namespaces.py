@@ -41,6 +41,9 @@ FINALIZED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("apps.kruise.io", "v1beta1", "statefulsets"),
     ("", "v1", "pods"),
 )
+TEARDOWN_GRACE = 5.0
+"""Seconds a test namespace may still take once its operator stopped, before mo-chaos
+releases the finalizers left in it."""
 SERVICE_ACCOUNT_TIMEOUT = 60.0
 """Seconds for kube-controller-manager to create a new namespace's default ServiceAccount:
 after an apiserver outage it may have lost its lease, been restarted by the supervisor

@@ -10,6 +10,7 @@ one line per scenario. Fixtures: ``mochaos`` (the run's settings), ``cluster``,
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import secrets
@@ -36,10 +37,6 @@ MODEL_TARGET_KEY = pytest.StashKey[bool]()
 ERROR_ATTR = "mochaos_error"
 """Set on a test report whose call phase ended in an infrastructure or usage error."""
 
-TEARDOWN_GRACE = 5.0
-"""Seconds the namespace may still take once the operator stopped, before mo-chaos
-releases the finalizers left in it."""
-
 
 # -- options and configuration ---------------------------------------------------------
 
@@ -59,9 +56,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             groups[s.group].addoption(
                 s.flag, default=None, help=help_text, choices=s.choices or None,
-                type=None if s.parse is str else s.parse,
+                type=None if s.parse is str else _option_type(s.parse),
             )  # fmt: skip
         parser.addini(s.ini, help=s.help, default=None)
+
+
+def _option_type(parse: Any) -> Any:
+    """``parse`` for argparse: its ValueError's message is the one line pytest prints."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return convert
 
 
 @pytest.hookimpl(wrapper=True)
@@ -132,6 +141,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
+    except MochaosError as err:  # e.g. the remote of a source:<git URL> cannot be reached
+        pytest.exit(f"mo-chaos: {err}", returncode=err.exit_code)
     config.stash[CONFIG_KEY] = cfg
     if workerinput is None:
         config.pluginmanager.register(_SummaryFollower(config), "mochaos-summary")
@@ -333,10 +344,31 @@ class _SummaryFollower:
             _merge_summary(self._config)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--mochaos-shard i/n``: keep this shard's share of what -k/-m left (mochaos.shard)."""
+    cfg = config.stash.get(CONFIG_KEY, None)
+    if cfg is None or cfg.shard is None:
+        return
+    from mochaos.shard import select
+
+    keep = select([item.nodeid for item in items], cfg.shard)
+    dropped = [item for item in items if item.nodeid not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.nodeid in keep]
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller merges every test's result into the run's summary.json and index."""
+    """The controller merges every test's result into the run's summary.json and index.
+
+    A shard that no scenario fell to ran nothing by design: it exits 0, not 5."""
     if getattr(session.config, "workerinput", None) is not None:
         return
+    cfg = session.config.stash.get(CONFIG_KEY, None)
+    if cfg is not None and cfg.shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        progress.announce(f"shard {cfg.shard}: no scenario of this selection fell to this shard")
+        session.exitstatus = pytest.ExitCode.OK
     _merge_summary(session.config)
 
 
@@ -421,22 +453,37 @@ def kube(cluster: Cluster) -> Iterator[Any]:
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mochaos: RunConfig):
-    """A fresh namespace labelled with the run id; deleted after the test, and what had to be
+    """A fresh namespace labelled with the run id — for a test of an operator target that
+    makes namespaces ready ahead, one of those — deleted after the test, and what had to be
     cleaned up by force reported with the test's result."""
-    name = namespace_name(request.node.name)
-    namespaces.create(kube, name, run_id=mochaos.run_id)
+    name = _warm_namespace(request)
+    if name is None:
+        name = namespace_name(request.node.name)
+        namespaces.create(kube, name, run_id=mochaos.run_id)
     # A scenario's result gets the findings, even when a later run finishes the teardown.
     report = _test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
     runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
     yield name
     try:
-        findings = namespaces.delete(kube, name, grace=TEARDOWN_GRACE)
+        findings = namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
     finally:
         runstate.unregister_namespace(name)
     if findings:
         from mochaos.report.testreport import add_findings
 
         add_findings(_test_folder(request.node, mochaos), [str(f) for f in findings])
+
+
+def _warm_namespace(request: pytest.FixtureRequest) -> str | None:
+    """A namespace the test's operator target made ready ahead (``OperatorTarget.warm``),
+    when the test runs an operator and the target keeps some."""
+    if "operator" not in request.fixturenames:
+        return None
+    warm = getattr(request.getfixturevalue("operator_target"), "warm", None)
+    if warm is None:
+        return None
+    with progress.phase("operator start: a namespace made ready ahead"):
+        return warm.take()
 
 
 @pytest.fixture(scope="session")
@@ -484,8 +531,8 @@ def recorder(
     request: pytest.FixtureRequest, cluster: Cluster, namespace: str, mochaos: RunConfig
 ) -> Iterator[Any]:
     """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
-    availability, the cluster's restarts), streaming the history into the test's report
-    folder as it records."""
+    availability, the cluster's restarts, the local cluster's doubles), streaming the
+    history into the test's report folder as it records."""
     from mochaos.observe.recorder import Recorder
     from mochaos.report.artifacts import HISTORY_FILE
 
@@ -496,6 +543,10 @@ def recorder(
     rec.watch_availability()
     if cluster.events_log is not None:
         rec.follow_cluster(cluster.events_log)
+    if cluster.provider == "local":
+        from mochaos.cluster.local import LocalProvider
+
+        rec.watch_dependencies(LocalProvider(name=cluster.name).dependency_checks())
     yield rec
     rec.stop()
     api.close()
@@ -515,6 +566,8 @@ def scenario(
     from mochaos.scenario.engine import RunInfo, Scenario
 
     recorder.follow_operator(operator)
+    # An operator run as a local process (model, binary:, source:) is watched for SIGSTOP.
+    recorder.watch_freezes(lambda: getattr(operator, "pid", None))
     run = RunInfo(
         run_id=mochaos.run_id,
         seed=mochaos.chaos_seed,
@@ -603,6 +656,6 @@ def namespace_name(test_name: str) -> str:
 def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
     api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
     try:
-        return [str(f) for f in namespaces.delete(api, namespace, grace=TEARDOWN_GRACE)]
+        return [str(f) for f in namespaces.delete(api, namespace, grace=namespaces.TEARDOWN_GRACE)]
     finally:
         api.close()

@@ -93,9 +93,21 @@ def current_phase() -> str:
 
 
 @contextlib.contextmanager
+def detached() -> Iterator[None]:
+    """Work of this thread that serves no running test (e.g. a namespace made ready ahead
+    of the test that will use it): its phases are logged, never recorded in that test's."""
+    was = getattr(_state, "detached", False)
+    _state.detached = True
+    try:
+        yield
+    finally:
+        _state.detached = was
+
+
+@contextlib.contextmanager
 def phase(name: str) -> Iterator[None]:
     """Log and record a phase of the running test; an error inside names this phase."""
-    log = _active
+    log = None if getattr(_state, "detached", False) else _active
     depth = getattr(_state, "depth", 0)
     _state.depth = depth + 1
     if log is not None and depth == 0:

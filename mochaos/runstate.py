@@ -3,8 +3,9 @@
 Every process and container mo-chaos starts (operator targets) and every namespace
 it creates is written to ``<state>/runs/<pid>.json`` while it lives. If pytest is
 killed with SIGKILL, the file stays behind; the next run finds files whose owner is
-dead and stops their processes (by pid, after checking the command line still
-matches), removes their containers (by id) and deletes their namespaces. The reaper
+dead and stops their processes (by pid, after checking its start time and command line
+still match: a wrapper such as ``unshare`` may have exec'd the program it runs), removes
+their containers (by id) and deletes their namespaces. The reaper
 crosses each item off the file as it is done, so a reaper killed in turn leaves the
 rest to the next one; a namespace that could not be deleted because the apiserver did
 not answer stays listed for the next run (at most :data:`REAP_ATTEMPTS` times). What
@@ -26,7 +27,7 @@ from filelock import FileLock
 
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
-from mochaos.procs import cmdline, wait_gone
+from mochaos.procs import cmdline, runs, start_time, wait_gone
 
 _LOCK = threading.Lock()
 REAP_ATTEMPTS = 5
@@ -72,8 +73,10 @@ def _update(change: Callable[[dict[str, Any]], None]) -> None:
 
 
 def register_pid(pid: int, command: list[str]) -> None:
-    """Remember a process we started (until :func:`unregister_pid`)."""
-    _update(lambda d: d["pids"].__setitem__(str(pid), command))
+    """Remember a process we started with ``command``, and its start time (until
+    :func:`unregister_pid`)."""
+    entry = {"argv": command, "started": start_time(pid)}
+    _update(lambda d: d["pids"].__setitem__(str(pid), entry))
 
 
 def unregister_pid(pid: int) -> None:
@@ -148,12 +151,15 @@ def reap(delete_namespace: DeleteNamespace) -> list[str]:
 
 
 def _reap_processes(path: Path, data: dict[str, Any], done: list[str]) -> None:
-    for pid_s, command in list(data.get("pids", {}).items()):
+    for pid_s, entry in list(data.get("pids", {}).items()):
         pid = int(pid_s)
-        if cmdline(pid) == command:
+        # A list is the command alone (a file of an older mo-chaos).
+        legacy = isinstance(entry, list)
+        command, started = (entry, None) if legacy else (entry["argv"], entry.get("started"))
+        if runs(pid, command, started):
             os.kill(pid, signal.SIGCONT)
             os.kill(pid, signal.SIGKILL)
-            wait_gone(lambda pid=pid: bool(cmdline(pid)), 5.0)
+            wait_gone(lambda pid=pid, c=command, s=started: runs(pid, c, s), 5.0)
             done.append(f"stopped stale process {pid} ({' '.join(command[:4])})")
         del data["pids"][pid_s]
         _save(path, data)

@@ -42,6 +42,9 @@ CLAIMSET_FINALIZER = "matrixorigin.io/cn-claimset-manager"
 
 RUN_ID_LABEL = "mochaos.io/run-id"
 """Every object mo-chaos creates carries this label (docs/operator-behaviour.md §11.10)."""
+SESSIONS_ANNOTATION = "mochaos.io/sessions"
+"""Written on a CN pod when mo-chaos changes its sessions, so the operator's store
+controller re-reads them now rather than on its next 30 s resync (docs/model-pacing.md)."""
 
 ObjectKind: TypeAlias = Literal["CNClaim", "CNClaimSet", "CNPool", "Pod", "Event"]
 WatchEvent: TypeAlias = Literal["ADDED", "MODIFIED", "DELETED"]
@@ -115,6 +118,16 @@ APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
 """Label of the marker that starts a period the apiserver did not answer."""
 APISERVER_AVAILABLE = "cluster: apiserver available again"
 """Label prefix of the marker that ends it (the period's length follows)."""
+DEPENDENCY_UNAVAILABLE = "cluster: dependency unavailable"
+"""Label prefix of the marker that starts a period a process the operator depends on (the
+MatrixOne double, the workload controller) was down or unhealthy: ``…: <name> (<why>)``."""
+DEPENDENCY_AVAILABLE = "cluster: dependency available again"
+"""Label prefix of the marker that ends it: ``…: <name> after <seconds>s``."""
+OPERATOR_FROZEN = "operator: process stopped"
+"""Label prefix of the marker that starts a period the operator's process was stopped
+(SIGSTOP: the framework's pause fault, or someone else): ``…: <pid> (SIGSTOP)``."""
+OPERATOR_THAWED = "operator: process running again"
+"""Label prefix of the marker that ends it: ``… after <seconds>s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +504,12 @@ class Environment:
 
 
 class OperatorTarget(Protocol):
-    """What ``--operator`` names: how to install and start an operator."""
+    """What ``--operator`` names: how to install and start an operator.
+
+    A target may also keep test namespaces ready ahead in an attribute ``warm``
+    (:class:`mochaos.operator.warm.WarmNamespaces`): the plugin then hands the test one of
+    those, and :meth:`start` finds its operator already running.
+    """
 
     spec: str
     version: str

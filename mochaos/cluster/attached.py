@@ -1,15 +1,15 @@
 """What runs for a local cluster outside its process table, and must stop with it.
 
-A real operator's webhook host (:mod:`mochaos.operator.webhooks`) serves every test
+A real operator's webhook host (:mod:`mochaos.operator.webhook_host`) serves every test
 namespace of a cluster for as long as a pytest process uses it, on a port that is the
 machine's. A pytest process killed midway leaves it running for the next run to join; but
 ``cluster down`` (or a recreation) removes the cluster's folder and, with it, the only
 record of the host, which would then hold the port until someone finds it by hand.
 Whoever starts such a thing attaches it here (one JSON file per thing under
 ``<cluster>/attached/``); :meth:`LocalProvider.down` stops everything attached before it
-removes the folder. A process is signalled only while its pid still runs the command
-line recorded (pids are reused); anything else is stopped by the command recorded with
-it (e.g. ``docker rm --force <id>``).
+removes the folder. A process is signalled only while its pid is still the process
+recorded — start time and command line (pids are reused); anything else is stopped by the
+command recorded with it (e.g. ``docker rm --force <id>``).
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ STOP_COMMAND_TIMEOUT = 60.0
 
 @dataclass(frozen=True)
 class Attached:
-    """One thing to stop with the cluster: a process group (``pid`` and its ``argv``) or a
-    ``stop`` command (run with ``env`` added to ours)."""
+    """One thing to stop with the cluster: a process group (``pid``, its ``argv`` and start
+    time) or a ``stop`` command (run with ``env`` added to ours)."""
 
     name: str
     pid: int | None = None
     argv: list[str] | None = None
+    started: int | None = None
     stop: list[str] | None = None
     env: dict[str, str] | None = None
 
@@ -73,7 +74,7 @@ def attached(cluster_dir: Path) -> list[Attached]:
 def stop(item: Attached, *, grace: float = STOP_GRACE) -> bool:
     """Stop one attached thing; True when something was running and was told to stop."""
     if item.pid is not None and item.argv is not None:
-        return stop_group(item.pid, item.argv, grace)
+        return stop_group(item.pid, item.argv, grace, started=item.started)
     if item.stop:
         try:
             subprocess.run(

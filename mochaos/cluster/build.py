@@ -35,7 +35,7 @@ from filelock import FileLock
 
 from mochaos.cluster import download, kwok_stages
 from mochaos.doubles.matrixone import build as matrixone_double_module
-from mochaos.errors import BuildError
+from mochaos.errors import BuildError, UsageError
 from mochaos.kruise import module as kruise_module
 from mochaos.paths import cache_dir
 from mochaos.progress import announce
@@ -45,6 +45,12 @@ ETCD_VERSION = "v3.6.16"
 KWOK_VERSION = "v0.8.0"
 
 K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+BUILD_LANES = 1
+"""Components built at once by default. With 2, kubernetes (most of a cold build) gets a
+lane of its own and etcd, kwok and the MatrixOne double are built one after the other
+beside it, in the cores the kubernetes build leaves idle (module resolution, its last
+packages, the links); not the default until bench/fresh_machine.py --lanes 1,2 shows it
+pays on 2 cores (not measured yet: docs/speed.md)."""
 
 Progress = Callable[[str], None]
 
@@ -570,21 +576,66 @@ def _obtain(components: list[Component], *, force: bool, progress: Progress) -> 
     )
 
 
+def build_lanes() -> int:
+    """How many components are built at once: ``MOCHAOS_BUILD_LANES`` (default
+    :data:`BUILD_LANES`); UsageError for anything but a positive integer."""
+    text = os.environ.get("MOCHAOS_BUILD_LANES", "").strip()
+    if not text:
+        return BUILD_LANES
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(
+            f"MOCHAOS_BUILD_LANES={text!r} is not a positive integer",
+            hint="use 1 (one component after the other) or 2",
+        )
+    return int(text)
+
+
 def _build_all(todo: list[Component], runner: _Runner) -> None:
-    """Build ``todo`` from Go modules, one component after the other."""
+    """Build ``todo`` from Go modules in :func:`build_lanes` lanes: the first component
+    (kubernetes, the longest) in a lane of its own, the others shared out over the rest,
+    each lane one component after the other. The first failure is raised once every lane
+    stopped."""
     _go()
     progress = runner.progress
+    lanes = _lanes(todo, build_lanes())
     progress(
         f"mo-chaos: building {', '.join(f'{c.name} {c.version}' for c in todo)} "
-        f"with {_go_version()} (log: {runner.log_path})"
+        f"with {_go_version()}, {len(lanes)} at a time (log: {runner.log_path})"
     )
     started = time.monotonic()
-    for c in todo:
-        t0 = time.monotonic()
-        progress(f"{c.name} {c.version}:")
-        c.directory.mkdir(parents=True, exist_ok=True)
-        c.stamp.unlink(missing_ok=True)
-        _RECIPES[c.name](c, runner)
-        c.stamp.write_text(f"{c.fingerprint()} {c.recipe}\n")
-        progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")
+    failures: list[BaseException] = []
+
+    def lane(components: list[Component]) -> None:
+        for c in components:
+            try:
+                _build_one(c, runner)
+            except BaseException as err:
+                failures.append(err)
+                return
+
+    threads = [threading.Thread(target=lane, args=(cs,), name="build-lane") for cs in lanes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
     progress(f"mo-chaos: build complete in {_fmt(time.monotonic() - started)}")
+
+
+def _lanes(todo: list[Component], count: int) -> list[list[Component]]:
+    """The first component alone, the others round-robin over the other lanes."""
+    if count <= 1 or len(todo) <= 1:
+        return [list(todo)]
+    rest = count - 1
+    return [todo[:1]] + [todo[1 + i :: rest] for i in range(rest) if todo[1 + i :: rest]]
+
+
+def _build_one(c: Component, runner: _Runner) -> None:
+    t0 = time.monotonic()
+    runner.progress(f"{c.name} {c.version}:")
+    c.directory.mkdir(parents=True, exist_ok=True)
+    c.stamp.unlink(missing_ok=True)
+    _RECIPES[c.name](c, runner)
+    c.stamp.write_text(f"{c.fingerprint()} {c.recipe}\n")
+    runner.progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")

@@ -32,13 +32,22 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import attached, build, doubles_host, environment, events, kwok_stages, leases
+from mochaos.cluster import (
+    attached,
+    build,
+    doubles_host,
+    environment,
+    events,
+    in_use,
+    kwok_stages,
+    leases,
+)
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
-from mochaos.procs import cmdline, wait_gone
+from mochaos.procs import cmdline, stop_group, wait_gone
 from mochaos.progress import announce
 from mochaos.types import Cluster, Environment
 
@@ -173,14 +182,21 @@ class LocalProvider:
         An existing cluster gets its supervisor back if it died, which restarts whatever
         exited meanwhile; a double that does not run, or runs another command than this
         mo-chaos would start, is started afresh once the control plane answers; only a
-        cluster that does not recover is recreated.
+        cluster that does not recover is recreated. This process then counts as using the
+        cluster until it exits (:mod:`mochaos.cluster.in_use`).
         """
+        # The API client's modules (imported lazily, on first attribute use) take seconds of
+        # CPU: load them before the lock, so that xdist workers reusing a healthy cluster
+        # hold it only to check it.
+        from kubernetes.client import CoreV1Api  # noqa: F401
+
         with self._lock():
             if not build.all_built():
                 build.build()
             if self.cluster_dir.exists():
                 problem = self._recover()
                 if problem is None:
+                    in_use.share(self.cluster_dir)
                     return self._cluster()
                 _say(f"cluster {self.cluster_name} did not recover ({problem}); recreating it")
                 self._delete()
@@ -190,6 +206,7 @@ class LocalProvider:
             self._supervise_components()
             self._start_doubles()
             _say(f"cluster {self.cluster_name} ready in {time.monotonic() - t0:.1f}s")
+            in_use.share(self.cluster_dir)
             return self._cluster()
 
     def provide(self, env: Environment) -> None:
@@ -212,6 +229,13 @@ class LocalProvider:
             environment.write(self.cluster_dir, wanted)
             self._refresh_doubles()
             self._start_doubles(only_missing=True)
+
+    def current(self) -> Cluster | None:
+        """The cluster as it runs now (nothing started, nothing held), or None when its
+        control plane does not run."""
+        if not self.kubeconfig_path().is_file() or self._control_plane_problems():
+            return None
+        return self._cluster()
 
     def _recover(self) -> str | None:
         """Bring an existing cluster back under supervision; None when it is healthy again,
@@ -310,37 +334,75 @@ class LocalProvider:
     # -- one component -----------------------------------------------------
 
     def stop_component(self, component: str, *, grace: float = 5.0) -> ProcessSpec:
-        """Stop one running component (by its pid file, command line checked; SIGKILL after
-        ``grace`` seconds) and return how it ran, for :meth:`start_component`; the rest of
-        the cluster keeps running. The supervisor leaves it down until it is started again
-        (or this process exits). An apiserver down for over ~10 s makes the scheduler and
-        controller-manager lose their leases and exit: the supervisor restarts them."""
-        if component not in COMPONENTS:
+        """Stop one running component or double (by its pid file, command line checked;
+        SIGKILL after ``grace`` seconds) and return how it ran, for :meth:`start_component`;
+        the rest of the cluster keeps running. The supervisor leaves it down until it is
+        started again (or this process exits). An apiserver down for over ~10 s makes the
+        scheduler and controller-manager lose their leases and exit: the supervisor
+        restarts them."""
+        double = self._double(component)
+        if component not in COMPONENTS and double is None:
+            names = [*COMPONENTS, *(d.name for d in self.doubles)]
             raise UsageError(
-                f"unknown component {component!r}", hint=f"use one of: {', '.join(COMPONENTS)}"
+                f"unknown component {component!r}", hint=f"use one of: {', '.join(names)}"
             )
-        pid = self.running_pids().get(component)
+        if double is not None:
+            saved = next((s for s in self.supervision.table() if s.name == component), None)
+            pid = doubles_host.running(double, self.supervision)
+        else:
+            pid = self.running_pids().get(component)
+            saved = None
         if pid is None:
             raise InfraError(
                 f"{component} of cluster {self.cluster_name} is not running",
                 hint="start the cluster first (python -m mochaos cluster up)",
             )
-        saved = capture(component, pid, log=self.cluster_dir / "logs" / f"{component}.log")
+        if saved is None:
+            saved = capture(component, pid, log=self.cluster_dir / "logs" / f"{component}.log")
         self.supervision.hold(component)
-        _stop_pid(pid, component, grace=grace)
+        if double is not None:
+            stop_group(pid, saved.argv, grace)
+        else:
+            _stop_pid(pid, component, grace=grace)
         return saved
 
     def start_component(self, saved: ProcessSpec, *, timeout: float = READY_TIMEOUT) -> int:
-        """Start a component stopped by :meth:`stop_component` exactly as it ran (log appended,
-        pid file updated, supervised again); wait until the cluster answers. The new pid.
-        The leases its predecessor held are released first (:mod:`mochaos.cluster.leases`)."""
+        """Start a component or double stopped by :meth:`stop_component` exactly as it ran
+        (log appended, pid file updated, supervised again); wait until the cluster answers
+        (a double: until it is healthy). The new pid. The leases its predecessor held are
+        released first (:mod:`mochaos.cluster.leases`)."""
         if saved.name in leases.HELD_BY:
             leases.try_release(self.kubeconfig_path(), saved.name)
         proc = spawn(saved)
-        write_pid(self.cluster_dir / "pids" / f"{saved.name}.pid", proc.pid)
+        write_pid(self.supervision.process_pid_file(saved.name), proc.pid)
         self.supervision.release(saved.name)
-        self._wait_ready(timeout)
+        double = self._double(saved.name)
+        if double is None:
+            self._wait_ready(timeout)
+        else:
+            doubles_host.wait_healthy([double], {double.name: self._double_context(double)},
+                                      self.supervision, timeout=timeout)  # fmt: skip
         return proc.pid
+
+    def _double(self, name: str) -> DoubleSpec | None:
+        return next((d for d in self.doubles if d.name == name), None)
+
+    def dependency_checks(self) -> dict[str, Callable[[], str | None]]:
+        """For each double (what runs beside the control plane for the operator): why it is
+        unavailable now — not running as the supervisor's table says, or failing its health
+        check — or None (see :mod:`mochaos.observe.periods`)."""
+
+        def check(double: DoubleSpec) -> Callable[[], str | None]:
+            ctx = self._double_context(double)
+
+            def now() -> str | None:
+                if doubles_host.running(double, self.supervision) is None:
+                    return "not running"
+                return doubles_host.health(double, ctx)
+
+            return now
+
+        return {d.name: check(d) for d in self.doubles}
 
     # -- health ------------------------------------------------------------
 

@@ -17,17 +17,22 @@ from mochaos.invariants.registry import ALL, get
 from mochaos.types import CheckOptions, History, Verdict
 
 
-def evaluate(history: History, options: CheckOptions, *, final: bool) -> list[Verdict]:
+def evaluate(
+    history: History, options: CheckOptions, *, final: bool, now: float | None = None
+) -> list[Verdict]:
     """One Verdict per invariant, in ``ALL`` order, judged on the history as the apiserver
     ordered it (resourceVersion order) and on a clock that leaves out apiserver outages
     (see :mod:`mochaos.invariants.judged`); violation times back on the wall clock.
 
     ``final=False`` is the continuous evaluation during a run: settle-only invariants are
-    skipped and nothing is reported whose deadline has not passed by the history's end.
+    skipped and nothing is reported whose deadline has not passed by the history's end, or
+    by ``now`` (wall time) when given.
     """
     validate_options(options)
     view, clock = judged(history)
-    return [on_wall_clock(v, clock) for v in _evaluate_in_order(view, options, final=final)]
+    at = None if now is None else clock.operator_time(now)
+    verdicts = _evaluate_in_order(view, options, final=final, now=at)
+    return [on_wall_clock(v, clock) for v in verdicts]
 
 
 __all__ = ["ALL", "Checker", "InvariantBase", "evaluate", "get", "validate_options"]

@@ -89,6 +89,17 @@ class Judge:
         """What this judge still waits for at ``now`` (deadline not passed)."""
         return []
 
+    def decided(self, now: float) -> bool:
+        """Whether no later entry can change this judge's verdict at ``now``: a failure
+        that stays, whatever follows (False unless a judge knows better)."""
+        return False
+
+    def open(self, now: float) -> bool:
+        """Whether something under way at ``now`` may still fail this judge (an obligation
+        whose deadline has not passed, a window still counting); settle-only judges and
+        judges that fail at once on what they see are never open."""
+        return False
+
 
 class DeadlineJudge(Judge):
     """A judge whose obligations fail when their deadline passes; the first failure stays."""
@@ -107,6 +118,15 @@ class DeadlineJudge(Judge):
             late = self.deadlines.due(entry.t)
             if late is not None:
                 self.failure = self.overdue(late, entry.seq)
+
+    def decided(self, now: float) -> bool:
+        """An obligation failed (or is past its deadline at ``now``): the first failure
+        stays, later obligations cannot undo it."""
+        return self.failure is not None or self.deadlines.due(now) is not None
+
+    def open(self, now: float) -> bool:
+        """An obligation is open and its deadline has not passed."""
+        return bool(self.deadlines.in_time(now))
 
     @abstractmethod
     def overdue(self, late: Obligation, seq: int) -> Verdict:

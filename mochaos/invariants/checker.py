@@ -85,6 +85,22 @@ class Checker:
         """Claims being deleted or migrating whose deadline has not passed at ``now``."""
         return [item for judge in self._judges for item in judge.in_flight(now)]
 
+    def undecided(self, now: float) -> list[str]:
+        """What may still change a verdict at ``now``: for every invariant that has not failed
+        for good, what it has in flight or that it is open (see ``Judge.open``). A deadline
+        of an invariant that already failed for good cannot change its verdict."""
+        found = []
+        for judge in self._judges:
+            if judge.decided(now):
+                continue
+            items = judge.in_flight(now)
+            found += items or ([f"{judge.invariant.id} open"] if judge.open(now) else [])
+        return found
+
+    def decided(self, now: float) -> list[str]:
+        """The invariants whose verdict no later entry can change (they failed for good)."""
+        return [judge.invariant.id for judge in self._judges if judge.decided(now)]
+
     def last_move(self) -> float:
         """Time of the latest change of a claim, claim set or pod not written by us (0.0: none)."""
         while self._moves and self._moves[0][1] in self.facts.own_rvs:
@@ -102,14 +118,16 @@ class Checker:
         return new
 
 
-def evaluate(history: Iterable[Entry], options: CheckOptions, *, final: bool) -> list[Verdict]:
+def evaluate(
+    history: Iterable[Entry], options: CheckOptions, *, final: bool, now: float | None = None
+) -> list[Verdict]:
     """One Verdict per invariant, in ``ALL`` order: every entry fed, then judged.
 
     ``final=False`` is the continuous evaluation during a run: settle-only
     invariants are skipped ("evaluated at settle") and nothing is reported whose
-    deadline has not passed by the history's last entry. ``final=True`` is the
-    settle evaluation at the end of the scenario.
+    deadline has not passed by the history's last entry, or by ``now`` when given.
+    ``final=True`` is the settle evaluation at the end of the scenario.
     """
     checker = Checker(options)
     checker.feed(history)
-    return checker.verdicts(final=final)
+    return checker.verdicts(now=now, final=final)

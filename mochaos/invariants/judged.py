@@ -9,9 +9,10 @@ Two corrections of what the recorder saw, both about the observer, never about t
   (which a cluster may keep in an etcd of their own) and the other entries keep their
   places.
 - *Clock.* While the apiserver does not answer (the recorder's outage markers,
-  mochaos.observe.availability) nobody can act, so deadlines, graces and windows are
-  measured on a clock that leaves those periods out. Violations are reported back on the
-  wall clock.
+  mochaos.observe.availability) nobody can act, and while a dependency of the operator is
+  down or the operator's process is stopped (mochaos.observe.periods) the operator cannot,
+  so deadlines, graces and windows are measured on a clock that leaves those periods out
+  (overlapping ones merged). Violations are reported back on the wall clock.
 """
 
 from __future__ import annotations
@@ -19,9 +20,109 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from mochaos.types import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE, Change, History, Verdict
+from mochaos.types import (
+    APISERVER_AVAILABLE,
+    APISERVER_UNAVAILABLE,
+    DEPENDENCY_AVAILABLE,
+    DEPENDENCY_UNAVAILABLE,
+    OPERATOR_FROZEN,
+    OPERATOR_THAWED,
+    ActionRecord,
+    Change,
+    History,
+    Verdict,
+)
 
 Interval = tuple[float, float]
+PAUSE_SLACK = 1.0
+"""Seconds a freeze may start after the framework's pause action was recorded, or end after
+its length, and still be that pause (the probe looks every quarter second)."""
+
+
+@dataclass(frozen=True)
+class Period:
+    """A period recorded by a start and an end marker (``end`` is infinite while open)."""
+
+    start: float
+    end: float
+    what: str
+    """Whose period: the dependency's name, the operator's pid, ``apiserver``."""
+    why: str = ""
+
+
+def periods(history: History, opens: str, closes: str) -> list[Period]:
+    """The periods between markers labelled ``opens…`` and ``closes…``, per subject (the
+    word after ``opens: ``, if any)."""
+    found: list[Period] = []
+    opened: dict[str, tuple[float, str]] = {}
+    for marker in sorted(history.markers(), key=lambda m: m.t):
+        label = marker.label
+        if label.startswith(opens):
+            what, why = _subject(label[len(opens) :])
+            opened.setdefault(what, (marker.t, why))
+        elif label.startswith(closes):
+            what, _ = _subject(label[len(closes) :])
+            if what not in opened:
+                what = next(iter(opened), what)  # an end that names no subject closes the open
+            if what in opened:
+                start, why = opened.pop(what)
+                found.append(Period(start, max(marker.t, start), what, why))
+    found += [Period(t, math.inf, what, why) for what, (t, why) in opened.items()]
+    return sorted(found, key=lambda p: p.start)
+
+
+def _subject(rest: str) -> tuple[str, str]:
+    """``": matrixone (not running)"`` → (``matrixone``, ``not running``)."""
+    rest = rest.removeprefix(": ").strip()
+    if not rest or rest.startswith("after "):
+        return "", ""
+    name, _, why = rest.partition(" ")
+    return name, why.removeprefix("(").removesuffix(")")
+
+
+def dependency_outages(history: History) -> list[Period]:
+    """The periods a dependency of the operator was unavailable."""
+    return periods(history, DEPENDENCY_UNAVAILABLE, DEPENDENCY_AVAILABLE)
+
+
+def freezes(history: History) -> list[Period]:
+    """The periods the operator's process was stopped."""
+    return periods(history, OPERATOR_FROZEN, OPERATOR_THAWED)
+
+
+def external_freezes(history: History) -> list[Period]:
+    """The freezes that are not the framework's own pause fault (a ``pause_operator`` action
+    recorded just before, for about as long)."""
+    pauses = [
+        (a.t, a.t + float(a.params.get("seconds", 0)))
+        for a in history if isinstance(a, ActionRecord) and a.action == "pause_operator"
+    ]  # fmt: skip
+    return [
+        f for f in freezes(history)
+        if not any(s - PAUSE_SLACK <= f.start <= s + PAUSE_SLACK and f.end <= e + PAUSE_SLACK
+                   for s, e in pauses)
+    ]  # fmt: skip
+
+
+def describe(found: list[Period], now: float) -> str:
+    """``matrixone for 20.3s (not running); kruise for 5s and not back (…)``, for messages
+    (``now``: when an open period is described)."""
+    parts = []
+    for p in found:
+        span = (f"for {p.end - p.start:.1f}s" if math.isfinite(p.end)
+                else f"for {max(now - p.start, 0):.0f}s and not back")  # fmt: skip
+        parts.append(f"{p.what} {span}" + (f" ({p.why})" if p.why else ""))
+    return "; ".join(parts)
+
+
+def _merged(intervals: list[Interval]) -> tuple[Interval, ...]:
+    out: list[Interval] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -32,18 +133,14 @@ class OperatorClock:
 
     @classmethod
     def of(cls, history: History) -> OperatorClock:
-        """The outages recorded in ``history`` (one still open runs to infinity)."""
-        found: list[Interval] = []
-        opened: float | None = None
-        for marker in sorted(history.markers(), key=lambda m: m.t):
-            if marker.label == APISERVER_UNAVAILABLE and opened is None:
-                opened = marker.t
-            elif marker.label.startswith(APISERVER_AVAILABLE) and opened is not None:
-                found.append((opened, max(marker.t, opened)))
-                opened = None
-        if opened is not None:
-            found.append((opened, math.inf))
-        return cls(tuple(found))
+        """The apiserver's outages, the dependencies' and the operator's freezes recorded in
+        ``history``, merged (one still open runs to infinity)."""
+        found = [
+            *periods(history, APISERVER_UNAVAILABLE, APISERVER_AVAILABLE),
+            *dependency_outages(history),
+            *freezes(history),
+        ]
+        return cls(_merged([(p.start, p.end) for p in found]))
 
     def operator_time(self, t: float) -> float:
         """Wall time ``t`` minus the outage time before it (a moment inside an outage maps

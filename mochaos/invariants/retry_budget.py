@@ -52,6 +52,15 @@ class _Judge(Judge):
         if len(times) > self.options.retry_budget:
             self.failure = self._fail(kind, entry, len(times))
 
+    def decided(self, now: float) -> bool:
+        """Over budget once: the failure stays."""
+        return self.failure is not None
+
+    def open(self, now: float) -> bool:
+        """Some object was retried within the last window: more retries may exceed it."""
+        window = self.options.retry_window
+        return any(times and now - times[-1] <= window for times in self.windows.values())
+
     def verdict(self, *, now: float | None, final: bool) -> Verdict:
         if self.failure is not None:
             return self.failure

@@ -85,6 +85,10 @@ class _Judge(Judge):
         self.ended: dict[str, set[str]] = {}
         """Claim set -> claims whose migration ended since our first scale intent of it."""
 
+    def open(self, now: float) -> bool:
+        """A scale-in deletion whose window has not closed yet."""
+        return bool(self.pending)
+
     # -- feeding ---------------------------------------------------------------------
 
     def before(self, entry: Entry) -> None:

@@ -11,7 +11,7 @@ import time
 
 from mochaos.model import claim, claimset, pool, store
 from mochaos.model.events import EventRecorder
-from mochaos.model.hakeeper import HAKeeper
+from mochaos.model.hakeeper import HAKeeper, StoreCache, container_started, store_uuid
 from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, POOLS, Kind, Kube, Obj
 from mochaos.model.logs import Logger
 from mochaos.model.objects import annotations_of, labels_of
@@ -83,7 +83,12 @@ class Model:
         }
         client = Client(kube, namespace, self.caches)
         self.events = EventRecorder(kube, log=log)
-        hakeeper = HAKeeper()
+        hakeeper = HAKeeper(
+            StoreCache(
+                stores=self._running_stores, refresh=timing.store_cache_refresh,
+                stop=self.stop_event,
+            )
+        )  # fmt: skip
         common = {"client": client, "timing": timing, "log": log, "events": self.events}
         self.claims = Reconciler(
             name=claim.NAME,
@@ -145,6 +150,13 @@ class Model:
         self.stop_event.set()
         for reconciler in (self.claims, self.claimsets, self.pools, self.stores):
             reconciler.stop()
+
+    def _running_stores(self) -> list[str]:
+        """HAKeeper's CN stores: one per CN pod whose main container runs."""
+        running = self.caches[PODS].list(
+            labels={store.COMPONENT: "CNSet"}, where=lambda p: container_started(p) is not None
+        )
+        return [store_uuid(p) for p in running]
 
     def _cache_error(self, message: str) -> None:
         self.log.error("watch error", caller="cache/reflector.go:158", error=message)

@@ -1,7 +1,8 @@
 """HAKeeper and the CN query service as the model plays them: calls that always succeed.
 
-A store counts as registered once its pod's main container runs; the query service of a
-pod is its ``matrixorigin.io/score`` annotation, so a test sets sessions there
+A store is in HAKeeper once its pod's main container runs; the operator sees HAKeeper's
+stores through its store cache (:class:`StoreCache`); the query service of a pod is its
+``matrixorigin.io/score`` annotation, so a test sets sessions there
 (docs/operator-behaviour.md §4.10, §7).
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mochaos.model.kube import Obj
@@ -107,12 +110,49 @@ def store_uuid(pod: Obj) -> str:
     return "{:x}{:x}-{:x}-{:x}-{:x}-{:x}{:x}{:x}".format(*words)
 
 
+class StoreCache:
+    """The operator's copy of HAKeeper's CN stores (mocli/cn_cache.go at 2301e3b).
+
+    Built on first use — the operator creates a LogSet's client set, and with it this
+    cache, at the first ``GetClient`` (mocli/manager.go:77-93) — and filled at once
+    (``NewCNCache`` → ``doRefresh``, cn_cache.go:46-52), then refilled every ``refresh``
+    wall seconds (cn_cache.go:72-80). A store registered between two fills is not seen
+    until the next one.
+    """
+
+    def __init__(
+        self, *, stores: Callable[[], Iterable[str]], refresh: float, stop: threading.Event
+    ) -> None:
+        self._stores = stores
+        self._refresh = refresh
+        self._stop = stop
+        self._lock = threading.Lock()
+        self._cached: set[str] | None = None
+
+    def has(self, uuid: str) -> bool:
+        """``GetCN``: whether the store is in the cache (built now on first use)."""
+        with self._lock:
+            if self._cached is None:
+                self._cached = set(self._stores())
+                threading.Thread(target=self._run, name="store-cache", daemon=True).start()
+            return uuid in self._cached
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._refresh):
+            stores = set(self._stores())
+            with self._lock:
+                self._cached = stores
+
+
 class HAKeeper:
-    """No-op HAKeeper: every call succeeds."""
+    """No-op HAKeeper: every call succeeds; its CN stores are the running CN pods."""
+
+    def __init__(self, cache: StoreCache) -> None:
+        self.cache = cache
 
     def registered(self, pod: Obj) -> bool:
-        """Whether the pod's store is in the store cache (its main container runs)."""
-        return container_started(pod) is not None
+        """Whether the pod's store is in the operator's store cache."""
+        return self.cache.has(store_uuid(pod))
 
     def patch_store(self, pod: Obj, *, state: int, labels: dict[str, list[str]] | None) -> Store:
         """PatchCNStore (+ UpdateCNLabel when ``labels`` is None); the cached store after it."""

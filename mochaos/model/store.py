@@ -16,8 +16,14 @@ from mochaos.model.hakeeper import (
     read_score,
     store_uuid,
 )
-from mochaos.model.kube import PODS, Obj
-from mochaos.model.objects import annotations_of, labels_of, mutable_annotations, mutable_labels
+from mochaos.model.kube import PODS, Conflict, Obj
+from mochaos.model.objects import (
+    annotations_of,
+    deleting,
+    labels_of,
+    mutable_annotations,
+    mutable_labels,
+)
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
 from mochaos.model.runtime.informer import MODIFIED
 from mochaos.model.timing import Timing, since
@@ -39,6 +45,17 @@ STATS_ANNOTATIONS = (DELETION_COST, CONNECTIONS, SCORE_ANNOTATION)
 
 SRC = "cnstore/controller.go"
 POOLING = "cnstore/pooling.go"
+
+
+def starting(pod: Obj) -> bool:
+    """The pod is being started: scheduled or schedulable, its main container not running
+    yet (the scheduler and kwok are still writing it)."""
+    if container_started(pod) is not None or deleting(pod):
+        return False
+    conditions = pod.get("status", {}).get("conditions") or []
+    return not any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions
+    )
 
 
 def wants_pod_event(event: str, old: Obj | None, new: Obj | None) -> bool:
@@ -69,6 +86,8 @@ def wants_pod_event(event: str, old: Obj | None, new: Obj | None) -> bool:
 class StoreActor:
     """Observe of CN pods; never finalizes.
 
+    - a pass over a pod still being started ends in a write conflict and is retried after
+      the runtime's 2 s (see :meth:`_ensure_finalizer`);
     - every pass refreshes the pod's stats from the query service — in the model the pod's
       own ``matrixorigin.io/score`` annotation (written as zero when missing) — and keeps
       ``pod-deletion-cost`` equal to the session count; then requeues after 30 s;
@@ -105,6 +124,7 @@ class StoreActor:
             self.hakeeper.patch_store(pod, state=DRAINING, labels=None)
             return
         if labels_of(pod).get(KRUISE_STATE) not in ("PreparingUpdate", "PreparingDelete"):
+            self._ensure_finalizer(ctx)
             self._on_normal(ctx)
         raise ReSync("resync", self.timing.store_resync)
 
@@ -136,6 +156,26 @@ class StoreActor:
             ctx.client.patch(PODS, pod, write)
         except Exception as err:
             raise wrap(err, "error patch stats to pod anno") from err
+
+    def _ensure_finalizer(self, ctx: Context) -> None:
+        """OnNormal's first write (controller.go:318-325): the ``cn-draining`` finalizer,
+        patched with an optimistic lock (the runtime's ``buildPatch``).
+
+        The model keeps no finalizer on pods (see pool.py), so only the patch's outcome is
+        played: while the scheduler and kwok start the pod they keep writing it, and the
+        patch conflicts; the runtime retries after 2 s (reconciler.go:315-318), so the
+        store is looked up once the pod runs. On the real manager at 2301e3b every pool
+        pod whose first pass came before it ran logged "CN not started" and patched the
+        finalizer only on a later pass (docs/model-pacing.md).
+        """
+        if starting(ctx.obj):
+            name = ctx.obj["metadata"]["name"]
+            raise Conflict(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on pods "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again",
+            )
 
     def _on_normal(self, ctx: Context) -> None:
         """OnNormal → poolingCNReconcile (controller.go:316-354, pooling.go:30-117)."""

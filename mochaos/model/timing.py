@@ -1,8 +1,10 @@
 """Every interval of the operator, in one place, multiplied by ``--time-scale``.
 
-The defaults are the operator's own (docs/operator-behaviour.md §1.2, §3, §7). A scale F < 1
-shrinks all of them alike so a test runs fast while keeping the same ordering of events;
-timestamps the model writes then carry sub-second precision so short intervals stay exact.
+The defaults are the operator's own (docs/operator-behaviour.md §1.2, §3, §7), each with its
+source line; bench/model_pace.py measures the phases they make next to the real manager's
+(docs/model-pacing.md). A scale F < 1 shrinks all of them alike so a test runs fast while
+keeping the same ordering of events; timestamps the model writes then carry sub-second
+precision so short intervals stay exact.
 """
 
 from __future__ import annotations
@@ -97,6 +99,12 @@ class Timing:
     def store_resync(self) -> float:
         """cnstore stats refresh of Normal pods (30 s)."""
         return self.wall(30)
+
+    # mocli/manager.go:36 RefreshInterval; cn_cache.go:72-80
+    @property
+    def store_cache_refresh(self) -> float:
+        """How often the operator refills its copy of HAKeeper's CN stores (15 s)."""
+        return self.wall(15)
 
     @property
     def store_drain_min_delay(self) -> float:

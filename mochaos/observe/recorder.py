@@ -24,6 +24,7 @@ from mochaos.cluster import events as cluster_events
 from mochaos.errors import InfraError
 from mochaos.observe.availability import AvailabilityProbe
 from mochaos.observe.oplog import parse_log_line
+from mochaos.observe.periods import Check, watch_dependency, watch_freezes
 from mochaos.observe.stream import HistoryStream
 from mochaos.observe.watching import KindWatcher, RawEvent
 from mochaos.types import (
@@ -40,6 +41,8 @@ from mochaos.types import (
 WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
 CLUSTER_COMPONENT = "cluster"
 """The component of the markers that record a restart of one of the cluster's processes."""
+OPERATOR_COMPONENT = "operator"
+"""The component of the markers about the operator's process (its freezes)."""
 
 Listener = Callable[[Entry, State], None]
 
@@ -108,8 +111,26 @@ class Recorder:
         probe = AvailabilityProbe(self._api, self._cluster_marker, self._stop)
         self._spawn("availability", probe.run)
 
+    def watch_dependencies(self, checks: dict[str, Check]) -> None:
+        """Record each period a dependency of the operator is unavailable (``checks``: name
+        → why it is unavailable now, or None) as a pair of cluster markers (see
+        mochaos.observe.periods)."""
+        for name, check in checks.items():
+            self._spawn(f"dependency-{name}",
+                        lambda n=name, c=check: watch_dependency(n, c, self._cluster_marker,
+                                                                 self._stop))  # fmt: skip
+
+    def watch_freezes(self, pid_of: Callable[[], int | None]) -> None:
+        """Record each period the operator's process (``pid_of()``) is stopped as a pair of
+        operator markers (see mochaos.observe.periods)."""
+        self._spawn("operator-freezes",
+                    lambda: watch_freezes(pid_of, self._operator_marker, self._stop))  # fmt: skip
+
     def _cluster_marker(self, label: str, t: float) -> None:
         self._append(lambda seq, _: Marker(seq=seq, t=t, label=label, component=CLUSTER_COMPONENT))
+
+    def _operator_marker(self, label: str, t: float) -> None:
+        self._append(lambda seq, _: Marker(seq=seq, t=t, label=label, component=OPERATOR_COMPONENT))
 
     def stop(self) -> None:
         """Stop every watch and tail, then write the rest of the history; idempotent."""

@@ -38,8 +38,9 @@ REGISTRY: dict[str, Scheme] = {
     for s in (
         Scheme("model", "model:<profile>", "mochaos.operator.model_target:from_spec",
                "the reference model of the operator (a Python controller)"),
-        Scheme("source", "source:<checkout>[@<rev>]", "mochaos.operator.source_target:from_spec",
-               "the real manager built from a matrixone-operator checkout"),
+        Scheme("source", "source:<checkout or git URL>[@<rev>]",
+               "mochaos.operator.source_target:from_spec",
+               "the real manager built from a matrixone-operator checkout or repository"),
         Scheme("binary", "binary:<path>", "mochaos.operator.binary_target:from_spec",
                "a real manager binary run as a process"),
         Scheme("image", "image:<repository>:<tag>", "mochaos.operator.chart_target:from_spec",

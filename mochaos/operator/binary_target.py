@@ -40,4 +40,6 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
         spec=f"binary:{value}", version=binary_version(path), crd_root=crds,
         crd_source=f"operator CRDs from {crds}", binary=path,
         ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
+        warm=int(options.get("warm_namespaces", 0)),
+        run_id=str(options.get("run_id", "")),
     )  # fmt: skip

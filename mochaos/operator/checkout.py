@@ -90,22 +90,27 @@ def identify(path: Path, rev: str | None) -> Checkout:
     check_source(path, rev)
     if rev is None:
         return _work_tree(path)
-    commit = _commit(_git_dir(path), rev, path)
-    return Checkout(_export_dir(commit), commit, "")
+    return exported(_commit(_git_dir(path), rev, path))
 
 
 def resolve(path: Path, rev: str | None) -> Checkout:
     """The work tree to build: ``path`` itself, or ``rev`` exported into the cache."""
     found = identify(path, rev)
-    if rev is not None:
-        with FileLock(str(found.path) + ".lock", timeout=600):
-            if not (found.path / ".complete").is_file():
-                _export(_git_dir(path), found.commit, found.path)
+    return found if rev is None else export_commit(_git_dir(path), found.commit)
+
+
+def exported(commit: str) -> Checkout:
+    """The cache's work tree of ``commit`` (40 hex digits), as :func:`export_commit` makes it."""
+    return Checkout(cache_dir() / "operator" / "src" / commit, commit, "")
+
+
+def export_commit(git_dir: Path, commit: str) -> Checkout:
+    """``commit`` of ``git_dir`` exported into the cache once (shared by xdist workers)."""
+    found = exported(commit)
+    with FileLock(str(found.path) + ".lock", timeout=600):
+        if not (found.path / ".complete").is_file():
+            _export(git_dir, commit, found.path)
     return found
-
-
-def _export_dir(commit: str) -> Path:
-    return cache_dir() / "operator" / "src" / commit
 
 
 def _commit(git_dir: Path, rev: str, path: Path) -> str:

@@ -26,7 +26,7 @@ from mochaos.kubeconfig import referenced_files
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import follow_file, log_size, read_lines, tail
 from mochaos.runstate import register_container, unregister_container
-from mochaos.tooling.docker_cli import ENGINE_ENV, DockerCli
+from mochaos.tooling.docker_cli import ENGINE_ENV, DockerCli, daemon_reason
 from mochaos.types import Cluster, PoolSpec, Sessions, Waits
 
 DEFAULT_ENTRYPOINT = "/manager"
@@ -118,10 +118,7 @@ def start_container(docker: DockerCli, spec: ContainerSpec, *, what: str, reap: 
         return cid
     docker.remove(cid)
     unregister_container(cid)
-    lines = (result.stderr + result.stdout).strip().splitlines()
-    # The CLI prints the engine's reason first, then "Error: failed to start containers".
-    daemon = [ln.split("from daemon: ", 1)[1] for ln in lines if "from daemon: " in ln]
-    why = (daemon or lines or [f"exit {result.returncode}"])[0][:300]
+    why = daemon_reason(result)
     if spec.entrypoint in why and ("no such file" in why or "not found" in why):
         raise UsageError(
             f"{what}: image {spec.image} has no {spec.entrypoint} ({why})",
@@ -288,7 +285,7 @@ class OperatorContainer:
 
 @dataclass(frozen=True)
 class ContainerHost:
-    """The shared webhook host run as a container (see :mod:`mochaos.operator.webhooks`)."""
+    """The shared webhook host run as a container (see :mod:`mochaos.operator.webhook_host`)."""
 
     cid: str
     engine: str | None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mochaos.errors import UsageError
-from mochaos.operator import webhooks
+from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.container import (
     DEFAULT_ENTRYPOINT,
     ContainerHost,
@@ -48,10 +48,13 @@ class ContainerTarget(ManagerTarget):
         crd_root: Path,
         entrypoint: str = DEFAULT_ENTRYPOINT,
         ready_timeout: float = READY_TIMEOUT,
+        warm: int = 0,
+        run_id: str = "",
     ) -> None:
         super().__init__(
             spec=f"image:{ref}", version=image_version(ref), crd_root=crd_root,
             crd_source=f"operator CRDs from {crd_root}", ready_timeout=ready_timeout,
+            warm=warm, run_id=run_id,
         )  # fmt: skip
         self.ref = ref
         self.docker = docker
@@ -79,7 +82,7 @@ class ContainerTarget(ManagerTarget):
 
     def _spawn_host(
         self, cluster: Cluster, launch: ManagerLaunch, certs: Path, log: Path
-    ) -> webhooks.HostHandle:
+    ) -> webhook_host.HostHandle:
         """The webhook host: a container of the image with webhooks on, our certificates
         mounted; its output followed into ``log``."""
         spec = manager_container(
@@ -126,4 +129,6 @@ def from_spec(value: str, options: dict[str, Any]) -> ContainerTarget:
         ref=value, docker=docker, crd_root=crds,
         entrypoint=options.get("operator_entrypoint") or DEFAULT_ENTRYPOINT,
         ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
+        warm=int(options.get("warm_namespaces", 0)),
+        run_id=str(options.get("run_id", "")),
     )  # fmt: skip

@@ -16,15 +16,16 @@ import threading
 import time
 from pathlib import Path
 
-from filelock import FileLock
-
 from mochaos.errors import BuildError, UsageError
 from mochaos.operator.checkout import Checkout
 from mochaos.paths import cache_dir
 from mochaos.progress import announce
+from mochaos.waitlock import holding
 
 HEARTBEAT = 30.0
 """Seconds between "still building" lines."""
+BUILD_LOCK_TIMEOUT = 3600.0
+"""Seconds to wait for another process's build of the same commit."""
 
 
 def _go() -> str:
@@ -51,7 +52,16 @@ def build_manager(checkout: Checkout, *, force: bool = False) -> Path:
     fingerprint = f"{checkout.key}/{_go_version(go)}"
     out.parent.mkdir(parents=True, exist_ok=True)
     # xdist workers share one build: the first builds, the others wait and reuse it.
-    with FileLock(str(out.with_name(".lock")), timeout=3600):
+    log = out.with_name("build.log")
+    with holding(
+        out.with_name(".lock"), timeout=BUILD_LOCK_TIMEOUT,
+        waiting=f"waiting for another process building the manager of matrixone-operator "
+        f"{checkout.describe} (log: {log})",
+        too_long=lambda: BuildError(
+            f"another process held the build of {checkout.describe} for over "
+            f"{BUILD_LOCK_TIMEOUT:.0f}s", hint=f"see {log}",
+        ),
+    ):  # fmt: skip
         if not force and out.is_file() and stamp.is_file() and stamp.read_text() == fingerprint:
             return out
         _build(go, checkout, out, stamp, fingerprint)

@@ -15,7 +15,7 @@ them.
 from __future__ import annotations
 
 import hashlib
-import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +24,10 @@ from mochaos.cluster import environment
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
 from mochaos.operator import crds as crd_install
-from mochaos.operator import webhooks
+from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
+from mochaos.operator.warm import WarmNamespaces
 from mochaos.progress import announce
 from mochaos.types import Cluster, Environment, RunningOperator
 
@@ -83,6 +84,8 @@ class ManagerTarget:
     images: tuple[str, ...] = ()
     crds = "operator"
     time_scaled = False
+    webhook_port = webhooks.PORT
+    """Where the webhook host serves: the manager's fixed port (a stand-in's in tests)."""
 
     def __init__(
         self,
@@ -94,6 +97,8 @@ class ManagerTarget:
         binary: Path | None = None,
         build: Callable[[], Path] | None = None,
         ready_timeout: float = READY_TIMEOUT,
+        warm: int = 0,
+        run_id: str = "",
     ) -> None:
         self.spec = spec
         self.version = version
@@ -102,8 +107,12 @@ class ManagerTarget:
         self._binary = binary
         self._build = build
         self.ready_timeout = ready_timeout
-        self._host: webhooks.WebhookHost | None = None
+        self._host: webhook_host.WebhookHost | None = None
         self._cluster: Cluster | None = None
+        self._warm_size = warm
+        self._run_id = run_id
+        self.warm: WarmNamespaces | None = None
+        """Namespaces made ready ahead for the next tests (started at install when wanted)."""
 
     @property
     def environment(self) -> Environment:
@@ -132,16 +141,10 @@ class ManagerTarget:
 
     def _spawn_host(
         self, cluster: Cluster, launch: ManagerLaunch, certs: Path, log: Path
-    ) -> webhooks.HostHandle:
+    ) -> webhook_host.HostHandle:
         """Start the webhook host's manager (detached) with its log in ``log``."""
         argv, env = launch.prepare(cluster)
-        argv += webhooks.host_args(certs)
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )  # fmt: skip
-        return webhooks.ProcessHost(proc.pid, _cmdline(proc.pid))
+        return webhook_host.spawn([*argv, *webhooks.host_args(certs)], env, log)
 
     def _operator(
         self, cluster: Cluster, launch: ManagerLaunch, log_path: Path, env: LocalMatrixOne
@@ -166,40 +169,74 @@ class ManagerTarget:
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
         )
         self._cluster = cluster
-        self._host = webhooks.WebhookHost(
-            state=_state(cluster) / "operator-webhooks", build=build, attach_to=_state(cluster)
-        )
+        self._host = webhook_host.WebhookHost(
+            state=_state(cluster) / "operator-webhooks", build=build, attach_to=_state(cluster),
+            port=self.webhook_port,
+        )  # fmt: skip
         self._host.acquire(lambda: self._start_webhook_host(cluster))
+        if self._warm_size > 0:
+            self.warm = WarmNamespaces(
+                cluster, run_id=self._run_id, size=self._warm_size,
+                prepare=lambda w: self._start_in(
+                    cluster, w.namespace, w.folder, started=w.started, cancel=w.cancel
+                ),
+            )  # fmt: skip
 
-    def _start_webhook_host(self, cluster: Cluster) -> webhooks.HostHandle:
-        webhooks.check_port_free()
+    def _start_webhook_host(self, cluster: Cluster) -> webhook_host.HostHandle:
+        """Start the host (the caller holds its lock and checked the port), wait until it
+        serves, register the webhooks it answers; its handle."""
         state = _state(cluster) / "operator-webhooks"
         certs = webhooks.make_certificates(state / "certs")
         _ensure_namespace(cluster, webhooks.WEBHOOK_NAMESPACE)
+        handle = self._serve_webhooks(cluster, state)
+        port, ctx = self.webhook_port, webhooks.tls_context(certs / "caBundle")
+        try:
+            crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
+            hooks = [
+                h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx, port)
+            ]
+            ca = (certs / "caBundle").read_bytes()
+            webhooks.register(cluster, webhooks.configurations(hooks, ca, port))
+        except BaseException:
+            handle.stop()
+            raise
+        webhooks.announce_hooks(hooks, port)
+        return handle
+
+    def _serve_webhooks(self, cluster: Cluster, state: Path) -> webhook_host.HostHandle:
+        """Start the host's manager with the certificates in ``state/certs`` and wait until
+        it completes a TLS handshake on :attr:`webhook_port` (stopped when it does not)."""
+        certs = webhooks.make_certificates(state / "certs")
         launch = ManagerLaunch(
             binary=self._manager_path, namespace=webhooks.WEBHOOK_NAMESPACE,
             workdir=state / "host", hosts_file=None, webhooks=True,
         )  # fmt: skip
         log = state / "host" / "manager.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:{webhooks.PORT}")
+        port = self.webhook_port
+        announce(f"starting the operator's webhook host ({self.spec}) on 127.0.0.1:{port}")
         handle = self._spawn_host(cluster, launch, certs, log)
-        ctx = webhooks.tls_context(certs / "caBundle")
         try:
-            webhooks.wait_serving(ctx, log, handle.alive)
-            crd_set = crd_install.operator_crds(self._crd_root, source=self._crd_source)
-            hooks = [h for h in webhooks.candidates(crd_set.docs) if webhooks.served(h.path, ctx)]
-            webhooks.register(
-                cluster, webhooks.configurations(hooks, (certs / "caBundle").read_bytes())
-            )
+            webhooks.wait_serving(webhooks.tls_context(certs / "caBundle"), log, handle.alive, port)
         except BaseException:
             handle.stop()
             raise
-        webhooks.announce_hooks(hooks)
         return handle
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> RunningOperator:
-        """Prepare the namespace's MatrixOne, start a manager for it, wait until ready."""
+        """Prepare the namespace's MatrixOne, start a manager for it, wait until ready; a
+        namespace made ready ahead (:attr:`warm`) already has both."""
+        ready = self.warm.running(namespace) if self.warm is not None else None
+        return ready or self._start_in(cluster, namespace, log_dir)
+
+    def _start_in(
+        self, cluster: Cluster, namespace: str, log_dir: Path, *,
+        started: Callable[[RunningOperator], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> RunningOperator:  # fmt: skip
+        """Start the namespace's manager (``started`` is told at once), bring its MatrixOne
+        up (giving up once ``cancel`` is set); the log and the manager's files go to
+        ``log_dir``."""
         from mochaos.operator.matrixone.local import LocalMatrixOne
 
         env = LocalMatrixOne(cluster, namespace)
@@ -209,15 +246,21 @@ class ManagerTarget:
         )  # fmt: skip
         running = self._operator(cluster, launch, log_dir / "operator.log", env)
         running.start()
+        if started is not None:
+            started(running)
         try:
-            running.pool_spec = env.prepare()
+            running.pool_spec = env.prepare(cancel)
         except BaseException:
             running.stop()
             raise
         return running
 
     def close(self) -> None:
-        """Leave the webhook host (the last user stops it and removes its configuration)."""
+        """Delete the namespaces made ready ahead that no test used; leave the webhook host
+        (the last user stops it and removes its configuration)."""
+        if self.warm is not None:
+            self.warm.close()
+            self.warm = None
         if self._host is not None and self._cluster is not None:
             cluster = self._cluster
             self._host.release(lambda: webhooks.unregister(cluster))
@@ -228,12 +271,6 @@ def _state(cluster: Cluster) -> Path:
     if cluster.state_dir is None:
         raise InfraError(f"cluster {cluster.name} has no state folder", hint="use the local one")
     return cluster.state_dir
-
-
-def _cmdline(pid: int) -> list[str]:
-    from mochaos.procs import cmdline
-
-    return cmdline(pid)
 
 
 def _ensure_namespace(cluster: Cluster, name: str) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mochaos.errors import EXIT_USAGE, InfraError, UsageError
+from mochaos.observe.periods import stopped
 from mochaos.runstate import register_pid, unregister_pid
 from mochaos.types import PoolSpec, Sessions, Waits
 
@@ -83,6 +84,7 @@ class OperatorProcess:
             )
         self.starts += 1
         register_pid(self._proc.pid, self.command)
+        frozen = stopped(lambda: self.pid)
         deadline = time.monotonic() + self._ready_timeout
         while time.monotonic() < deadline:
             rc = self._proc.poll()
@@ -91,6 +93,8 @@ class OperatorProcess:
             if self._ready(self):
                 return
             time.sleep(0.05)
+            if frozen() is not None:  # stopped from outside: its time frozen does not count
+                deadline += 0.05
         self.stop()
         raise InfraError(
             f"operator {self.target} not ready after {self._ready_timeout:.0f}s",

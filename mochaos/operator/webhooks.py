@@ -12,15 +12,12 @@ it: every kind of the operator's CRDs is tried at the paths its framework uses
 (``/mutate-<group>-<version>-<kind>``), and the paths that answer are registered.
 
 The host is shared by every pytest process using the same cluster and operator
-build (xdist workers): a users file counts them; the last one out stops the host and
-removes the configurations. A different build cannot share the port: while another
-build's host has users, starting one is refused with one line.
+build (xdist workers); its life — joined, started, replaced, stopped — is
+:mod:`mochaos.operator.webhook_host`'s.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import ssl
 import subprocess
 import time
@@ -29,17 +26,13 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from filelock import FileLock
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.cluster import attached
-from mochaos.cluster.attached import Attached
-from mochaos.errors import InfraError, UsageError
+from mochaos.errors import InfraError
 from mochaos.kube import api_client
-from mochaos.procs import cmdline, stop_group
 from mochaos.progress import announce
 from mochaos.types import RUN_ID_LABEL, Cluster
 
@@ -47,26 +40,10 @@ PORT = 9443
 """The manager's webhook port (fixed in cmd/operator/main.go: ``Port: 9443``)."""
 CONFIG_NAME = "mochaos-operator-webhooks"
 READY_TIMEOUT = 60.0
+CERT_FLAG = "--webhook-certificate-directory"
+"""The manager's flag naming its serving certificate's folder (ours: in the cluster's)."""
 WEBHOOK_NAMESPACE = "mochaos-webhooks"
 """The (empty) namespace the webhook host's own controllers watch."""
-
-
-def check_port_free(port: int = PORT) -> None:
-    """UsageError when something already listens on the webhook port (another cluster's
-    host: the port is the machine's, so one real-operator build runs per machine at once)."""
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError as err:
-            raise UsageError(
-                f"port {port} (the operator's webhook port) is in use on this machine, e.g. by "
-                "the webhook host of another local cluster's real-operator run",
-                hint="run one real-operator build per machine at a time; `ss -ltnp "
-                f"'sport = :{port}'` shows the owner",
-            ) from err
 
 
 def make_certificates(directory: Path) -> Path:
@@ -96,7 +73,7 @@ def make_certificates(directory: Path) -> Path:
 
 def host_args(certs: Path) -> list[str]:
     """The webhook host's own flags: our certificate folder and the CA bundle's file name."""
-    return [f"--webhook-certificate-directory={certs}", "--ca-file=caBundle"]
+    return [f"{CERT_FLAG}={certs}", "--ca-file=caBundle"]
 
 
 @dataclass(frozen=True)
@@ -129,10 +106,10 @@ def candidates(crd_docs: tuple[dict[str, Any], ...]) -> list[Hook]:
     return out
 
 
-def served(path: str, context: ssl.SSLContext) -> bool:
+def served(path: str, context: ssl.SSLContext, port: int = PORT) -> bool:
     """True when the webhook host handles ``path`` (an unknown path answers 404)."""
     req = urllib.request.Request(
-        f"https://127.0.0.1:{PORT}{path}", data=b"{}", method="POST",
+        f"https://127.0.0.1:{port}{path}", data=b"{}", method="POST",
         headers={"Content-Type": "application/json"},
     )  # fmt: skip
     try:
@@ -144,7 +121,9 @@ def served(path: str, context: ssl.SSLContext) -> bool:
         return False
 
 
-def configurations(hooks: list[Hook], ca_bundle: bytes) -> tuple[dict[str, Any], ...]:
+def configurations(
+    hooks: list[Hook], ca_bundle: bytes, port: int = PORT
+) -> tuple[dict[str, Any], ...]:
     """The mutating and validating configurations for the served hooks."""
     import base64
 
@@ -156,7 +135,7 @@ def configurations(hooks: list[Hook], ca_bundle: bytes) -> tuple[dict[str, Any],
         webhooks = [
             {
                 "name": f"{'m' if h.mutating else 'v'}{h.plural}.mochaos.io",
-                "clientConfig": {"url": f"https://127.0.0.1:{PORT}{h.path}", "caBundle": ca},
+                "clientConfig": {"url": f"https://127.0.0.1:{port}{h.path}", "caBundle": ca},
                 "rules": [{"apiGroups": [h.group], "apiVersions": [h.version],
                            "resources": [h.plural], "operations": ["CREATE", "UPDATE"]}],
                 "namespaceSelector": {
@@ -173,142 +152,10 @@ def configurations(hooks: list[Hook], ca_bundle: bytes) -> tuple[dict[str, Any],
     return tuple(docs)
 
 
-class HostHandle(Protocol):
-    """How the webhook host runs: a process of ours or a container (see :func:`host_handle`)."""
-
-    def alive(self) -> bool:
-        """True while the host runs."""
-        ...
-
-    def stop(self) -> None:
-        """Stop the host (SIGTERM, then SIGKILL after a grace period)."""
-        ...
-
-    def record(self) -> dict[str, Any]:
-        """What ``host.json`` keeps to find the host again (``kind`` and its identity)."""
-        ...
-
-    def attachment(self, name: str) -> Attached:
-        """How ``cluster down`` stops the host, should it outlive its users (see
-        :mod:`mochaos.cluster.attached`)."""
-        ...
-
-
-@dataclass(frozen=True)
-class ProcessHost:
-    """A webhook host run as a process, known by pid and command line."""
-
-    pid: int
-    argv: list[str]
-
-    def alive(self) -> bool:
-        """True while the pid still runs our command line."""
-        return cmdline(self.pid) == self.argv
-
-    def stop(self) -> None:
-        """SIGTERM to its process group, SIGKILL after 10 s (while the pid is still ours)."""
-        stop_group(self.pid, self.argv, 10.0)
-
-    def record(self) -> dict[str, Any]:
-        """``kind: process``, pid and argv."""
-        return {"kind": "process", "pid": self.pid, "argv": self.argv}
-
-    def attachment(self, name: str) -> Attached:
-        """Its process group, known by pid and command line."""
-        return Attached(name, pid=self.pid, argv=self.argv)
-
-
-HOST_NAME = "operator-webhook-host"
-"""The webhook host's name among the things attached to its cluster."""
-
-
-def host_handle(record: dict[str, Any]) -> HostHandle:
-    """The handle ``host.json`` describes (a record without ``kind`` is a process)."""
-    if record.get("kind") == "container":
-        from mochaos.operator.container import ContainerHost
-
-        return ContainerHost.from_record(record)
-    return ProcessHost(int(record["pid"]), list(record["argv"]))
-
-
-@dataclass
-class WebhookHost:
-    """The shared webhook-serving manager of one cluster (see the module docstring)."""
-
-    state: Path
-    """Folder of this cluster's host: lock, host.json, users/, certs/, log."""
-    build: str
-    """Identifies the operator build (binary digest, or image id)."""
-    attach_to: Path | None = None
-    """The cluster's folder: a started host is attached to it, so that ``cluster down``
-    stops a host its users left running (killed midway)."""
-
-    def _lock(self) -> FileLock:
-        self.state.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.state / "lock"), timeout=600)
-
-    def _host(self) -> tuple[dict[str, Any], HostHandle] | None:
-        try:
-            data = json.loads((self.state / "host.json").read_text())
-            handle = host_handle(data)
-        except (OSError, ValueError, KeyError):
-            return None
-        return (data, handle) if handle.alive() else None
-
-    def _users(self) -> list[int]:
-        users = self.state / "users"
-        users.mkdir(parents=True, exist_ok=True)
-        alive = []
-        for f in users.iterdir():
-            pid = int(f.name)
-            if Path(f"/proc/{pid}").exists():
-                alive.append(pid)
-            else:
-                f.unlink(missing_ok=True)
-        return alive
-
-    def acquire(self, start: Callable[[], HostHandle]) -> dict[str, Any]:
-        """Join the running host of this build, or start one with ``start()``."""
-        with self._lock():
-            found = self._host()
-            others = [p for p in self._users() if p != os.getpid()]
-            if found is not None and found[0]["build"] != self.build:
-                if others:
-                    raise UsageError(
-                        f"operator build {found[0]['build'][:12]} serves the webhooks of this "
-                        f"cluster for pytest processes {others}",
-                        hint="run one operator build per cluster at a time (or another "
-                        "cluster: MOCHAOS_CLUSTER_NAME)",
-                    )
-                found[1].stop()
-                found = None
-            if found is None:
-                host = {**start().record(), "build": self.build}
-                (self.state / "host.json").write_text(json.dumps(host))
-                if self.attach_to is not None:
-                    attached.attach(self.attach_to, host_handle(host).attachment(HOST_NAME))
-            else:
-                host = found[0]
-            (self.state / "users" / str(os.getpid())).touch()
-            return host
-
-    def release(self, cleanup: Callable[[], None]) -> None:
-        """Leave; the last user stops the host and runs ``cleanup()``."""
-        with self._lock():
-            (self.state / "users" / str(os.getpid())).unlink(missing_ok=True)
-            if self._users():
-                return
-            found = self._host()
-            if found is not None:
-                found[1].stop()
-            (self.state / "host.json").unlink(missing_ok=True)
-            if self.attach_to is not None:
-                attached.detach(self.attach_to, HOST_NAME)
-            cleanup()
-
-
-def wait_serving(context: ssl.SSLContext, log: Path, proc_alive: Callable[[], bool]) -> None:
-    """Wait until the host completes a TLS handshake on its port; InfraError otherwise."""
+def wait_serving(
+    context: ssl.SSLContext, log: Path, proc_alive: Callable[[], bool], port: int = PORT
+) -> None:
+    """Wait until the host completes a TLS handshake on ``port``; InfraError otherwise."""
     import socket
 
     deadline = time.monotonic() + READY_TIMEOUT
@@ -317,13 +164,13 @@ def wait_serving(context: ssl.SSLContext, log: Path, proc_alive: Callable[[], bo
             raise InfraError("the operator's webhook host exited", hint=f"see {log}")
         try:
             with (
-                socket.create_connection(("127.0.0.1", PORT), timeout=1) as sock,
+                socket.create_connection(("127.0.0.1", port), timeout=1) as sock,
                 context.wrap_socket(sock, server_hostname="127.0.0.1"),
             ):
                 return
         except OSError:
             time.sleep(0.2)
-    raise InfraError(f"webhook host not serving on :{PORT} after {READY_TIMEOUT:.0f}s",
+    raise InfraError(f"webhook host not serving on :{port} after {READY_TIMEOUT:.0f}s",
                      hint=f"see {log}")  # fmt: skip
 
 
@@ -349,18 +196,24 @@ def register(cluster: Cluster, docs: tuple[dict[str, Any], ...]) -> None:
                 replace(CONFIG_NAME, doc)
 
 
-def unregister(cluster: Cluster) -> None:
-    """Remove the two webhook configurations (absent is fine)."""
+def unregister(cluster: Cluster) -> list[str]:
+    """Remove the two webhook configurations (absent is fine); the kinds that were there."""
+    removed = []
     with api_client(cluster.kubeconfig, user_agent="mochaos/install",
                     context=cluster.context) as api:  # fmt: skip
         adm = client.AdmissionregistrationV1Api(api)
-        for delete in (adm.delete_mutating_webhook_configuration,
-                       adm.delete_validating_webhook_configuration):  # fmt: skip
+        for kind, delete in (
+            ("MutatingWebhookConfiguration", adm.delete_mutating_webhook_configuration),
+            ("ValidatingWebhookConfiguration", adm.delete_validating_webhook_configuration),
+        ):  # fmt: skip
             try:
                 delete(CONFIG_NAME)
             except ApiException as err:
                 if err.status != 404:
                     raise
+            else:
+                removed.append(kind)
+    return removed
 
 
 def tls_context(ca_file: Path) -> ssl.SSLContext:
@@ -368,7 +221,7 @@ def tls_context(ca_file: Path) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(ca_file))
 
 
-def announce_hooks(hooks: list[Hook]) -> None:
+def announce_hooks(hooks: list[Hook], port: int = PORT) -> None:
     """Say which webhooks the build serves."""
     kinds = sorted({h.plural for h in hooks})
-    announce(f"operator webhooks served for {', '.join(kinds) or 'nothing'} (127.0.0.1:{PORT})")
+    announce(f"operator webhooks served for {', '.join(kinds) or 'nothing'} (127.0.0.1:{port})")

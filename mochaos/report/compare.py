@@ -48,7 +48,8 @@ def compare(reports: list[dict[str, Any]]) -> dict[str, Any]:
             cells[r["operator"]] = _cell(found)
         verdicts = {(c["verdict"], tuple(c["invariants"])) for c in cells.values()}
         rows.append({"scenario": name, "targets": cells, "same": len(verdicts) == 1})
-    return {"targets": targets, "rows": rows}
+    swept = [(r.get("after_runs") or {}).get("line") for r in reports]
+    return {"targets": targets, "rows": rows, "between": [line for line in swept if line]}
 
 
 def markdown(table: dict[str, Any]) -> str:
@@ -73,6 +74,9 @@ def markdown(table: dict[str, Any]) -> str:
             cells.append(f"{c['verdict']}; {inv}; {retries}; {secs}")
         lines.append(f"| {row['scenario']} | " + " | ".join(cells)
                      + f" | {'yes' if row['same'] else '**no**'} |")  # fmt: skip
+    if table.get("between"):
+        lines += ["", "Between targets (one cluster, targets one after another):", ""]
+        lines += [f"- {line}" for line in table["between"]]
     return "\n".join(lines) + "\n"
 
 

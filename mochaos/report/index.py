@@ -12,7 +12,7 @@ from mochaos.bugs import describe_bugs
 from mochaos.report.summary import read_results
 
 INDEX_FILE = "index.html"
-_COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "inconclusive": "#ef6c00",
+OUTCOME_COLOURS = {"passed": "#2e7d32", "failed": "#c62828", "inconclusive": "#ef6c00",
             "error": "#6a1b9a"}  # fmt: skip
 
 
@@ -38,7 +38,7 @@ def _row(run_dir: Path, data: dict[str, Any]) -> str:
         _link(run_dir, artifacts.get("objects_at_violation"), "objects"),
     ]
     detail = ", ".join(failed) or html.escape(str(data.get("message", ""))[:160])
-    colour = _COLOURS.get(outcome, "#333")
+    colour = OUTCOME_COLOURS.get(outcome, "#333")
     retries = max((data.get("finalize_retries") or {}).values(), default=0)
     return (
         f"<tr><td>{html.escape(str(data.get('nodeid', '')))}</td>"

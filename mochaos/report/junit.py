@@ -134,11 +134,15 @@ def validate_junit(path: Path) -> None:
         raise ValueError(f"{path}: {where}: {first.reason}")
 
 
-def merge_junit(runs: Iterable[tuple[str, Path]], out: Path, *, name: str) -> Path:
+def merge_junit(
+    runs: Iterable[tuple[str, Path]], out: Path, *, name: str, rename_cases: bool = True
+) -> Path:
     """Merge JUnit files into one ``<testsuites>``; each suite is renamed ``<label>: <name>``.
 
     ``runs`` pairs a label (e.g. ``run-2``) with a JUnit file; missing or unparsable
     files are skipped (a crashed run). Totals on the root are the sums of the suites'.
+    ``rename_cases`` suffixes each case with ``[<label>]``: runs of the same tests need it,
+    shards (each test in one of them) do not.
     """
     root = ET.Element("testsuites", name=name)
     totals = dict.fromkeys(_TOTALS, 0)
@@ -151,7 +155,7 @@ def merge_junit(runs: Iterable[tuple[str, Path]], out: Path, *, name: str) -> Pa
         suites = [tree] if tree.tag == "testsuite" else tree.findall("testsuite")
         for suite in suites:
             suite.set("name", f"{label}: {suite.get('name', '')}")
-            for case in suite.iter("testcase"):
+            for case in suite.iter("testcase") if rename_cases else ():
                 # CI servers key test cases by name: each run's cases must stay distinct.
                 case.set("name", f"{case.get('name', '')} [{label}]")
             for key in _TOTALS:

@@ -143,6 +143,11 @@ def _markdown(report: dict[str, Any]) -> str:
         f"- **runs**: {report['repeat']}"
         + (f" (-k {report['keyword']})" if report.get("keyword") else ""),
         f"- **result**: exit {report['exit_code']}: {report['conclusion']}",
+        *(
+            [f"- **after the runs**: {report['after_runs']['line']}"]
+            if report.get("after_runs")
+            else []
+        ),
         "",
         "Errors (infrastructure), inconclusive outcomes and missing results are counted apart",
         "and left out of the rates: they are never operator failures.",
@@ -174,7 +179,7 @@ def _markdown(report: dict[str, Any]) -> str:
 
 
 def _conclusion(
-    runs: list[RunRecord], scenarios: list[ScenarioRecord], no_tests: bool
+    runs: list[RunRecord], scenarios: list[ScenarioRecord], no_tests: bool, left: bool
 ) -> tuple[int, str]:
     if no_tests:
         return EXIT_USAGE, "no test matched (pytest exit 5); check -k with --collect-only"
@@ -185,6 +190,8 @@ def _conclusion(
     )
     if untrusted or not scenarios:
         return EXIT_INFRA, "no operator failure, but some runs were broken or inconclusive"
+    if left:
+        return EXIT_INFRA, "every scenario passed every run, but the runs left things behind"
     return EXIT_OK, "every scenario passed every run"
 
 
@@ -198,6 +205,7 @@ def qualify(
     out_root: Path,
     extra_args: Sequence[str] = (),
     run_pytest: Callable[[list[str]], int] | None = None,
+    after_runs: Callable[[], dict[str, Any]] | None = None,
 ) -> int:
     """Run the suites ``repeat`` times and write the qualification report; return the exit code.
 
@@ -206,7 +214,9 @@ def qualify(
     (all runs merged). Exit codes: 0 every scenario passed every run; 1 the
     operator failed a scenario in some run; 3 broken, inconclusive or errored runs
     (and no operator failure); 2 no test matched ``-k``. ``run_pytest`` replaces
-    the ``python -m pytest`` subprocess (a test hook).
+    the ``python -m pytest`` subprocess (a test hook). ``after_runs`` sweeps the cluster
+    once the runs ended (:func:`mochaos.operator.leftovers.sweep`, as a dict): its line is
+    printed and reported, and leftovers make an otherwise passing qualification exit 3.
     """
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}", hint="e.g. --repeat 3")
@@ -267,7 +277,10 @@ def qualify(
                 if verdict.get("status") == "fail" and invariant not in record.failed_invariants:
                     record.failed_invariants.append(invariant)
     ordered = [scenarios[k] for k in sorted(scenarios)]
-    exit_code, conclusion = _conclusion(runs, ordered, no_tests)
+    swept = after_runs() if after_runs is not None else None
+    if swept is not None:
+        print(f"qualify: {swept['line']}", flush=True)
+    exit_code, conclusion = _conclusion(runs, ordered, no_tests, bool(swept and swept["left"]))
 
     meta = next((s for s in summaries if s), {})
     report = {
@@ -281,6 +294,7 @@ def qualify(
         "conclusion": conclusion,
         "runs": [asdict(r) for r in runs],
         "scenarios": [s.to_dict() for s in ordered],
+        "after_runs": swept,
     }
     (qdir / "qualification.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (qdir / "qualification.md").write_text(_markdown(report), encoding="utf-8")

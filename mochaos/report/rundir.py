@@ -45,6 +45,23 @@ def create_run_dir(root: Path, run_id: str) -> Path:
     return run_dir
 
 
+def portable_nodeid(nodeid: str) -> str:
+    """``nodeid`` without where its package is installed: the same on every machine.
+
+    An installed package (a venv in the checkout, another Python version) is named as
+    imported: ``.venv/lib/python3.11/site-packages/mochaos/suites/t.py::x`` becomes
+    ``mochaos/suites/t.py::x``.
+    """
+    path, sep, rest = nodeid.partition("::")
+    return path.replace("\\", "/").rpartition("site-packages/")[2] + sep + rest
+
+
+def scenario_name(nodeid: str) -> str:
+    """``<test file name>::<test>``: a test's name whatever the rootdir or install place."""
+    path, sep, rest = portable_nodeid(nodeid).partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
+
+
 def test_dir(run_dir: Path, nodeid: str) -> Path:
     """Create and return the folder of one test inside ``run_dir``.
 
@@ -54,10 +71,7 @@ def test_dir(run_dir: Path, nodeid: str) -> Path:
     safe set become ``_``; when that loses information, or the name is too long,
     a short hash of the node id is appended so distinct tests never collide.
     """
-    path, _, rest = nodeid.partition("::")
-    # An installed package under the working folder (a venv in the checkout) is named
-    # as imported: ``.venv/lib/python3.11/site-packages/mochaos/suites`` → mochaos.suites.
-    path = path.replace("\\", "/").rpartition("site-packages/")[2]
+    path, _, rest = portable_nodeid(nodeid).partition("::")
     path = path.removesuffix(".py").replace("/", ".")
     name = ".".join(p for p in [path, *rest.split("::")] if p) if rest else path
     if name.endswith("]") and "[" in name:

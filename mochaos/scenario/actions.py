@@ -24,6 +24,8 @@ from mochaos.observe.recorder import Recorder
 from mochaos.types import RUN_ID_LABEL, ActionRecord, Entry, RunningOperator, State
 
 USER_AGENT = "mochaos/chaos"
+PROBE_ANNOTATION = "mochaos.io/window-probe"
+"""Set on the test namespace by a probe write: its resourceVersion dates an operator fault."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class Actions:
         self._custom = client.CustomObjectsApi(api)
         self._recorder = recorder
         self._operator = operator
+        self._probes = 0
         check_scope(self._core, namespace, run_id)
 
     # -- recording -------------------------------------------------------------
@@ -243,6 +246,19 @@ class Actions:
             params=params,
             trigger=trigger,
             component=component,
+        )
+
+    def probe(self, *, trigger: Fired | None = None) -> ActionRecord:
+        """A write to the test namespace that only dates a moment: its resourceVersion is on
+        the one etcd clock of every object, so a trigger can be re-checked at it."""
+        self._probes += 1
+        body = {"metadata": {"annotations": {PROBE_ANNOTATION: str(self._probes)}}}
+        return self._write(
+            "window_probe",
+            "Namespace",
+            self.namespace,
+            lambda: self._core.patch_namespace(self.namespace, body),
+            trigger=trigger,
         )
 
     # -- the operator ----------------------------------------------------------

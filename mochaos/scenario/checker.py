@@ -11,6 +11,7 @@ scenario's result.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from mochaos import invariants
 from mochaos.config import CheckOptions
+from mochaos.invariants.judged import dependency_outages, describe, external_freezes
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
@@ -39,6 +41,20 @@ class Detection:
     invariant: str
     detected_at: float
     violation_t: float
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What settle reads from the monitor at one moment."""
+
+    last_move: float
+    """When the system last moved (our own writes aside)."""
+    in_flight: list[str]
+    """Claims being deleted or migrating whose deadline has not passed."""
+    undecided: list[str]
+    """What may still change a verdict: in flight or open for invariants not failed for good."""
+    decided: list[str]
+    """Invariants that failed for good (in the order the monitor judges them)."""
 
 
 @dataclass
@@ -85,10 +101,15 @@ class Monitor:
             self.cpu += time.thread_time() - cpu
             return now
 
-    def activity(self, now: float) -> tuple[float, list[str]]:
+    def activity(self, now: float) -> Activity:
         """When the system last moved (our own writes aside) and what is in flight at ``now``."""
         with self.lock:
-            return self.invariants.last_move(), self.invariants.in_flight(now)
+            return Activity(
+                last_move=self.invariants.last_move(),
+                in_flight=self.invariants.in_flight(now),
+                undecided=self.invariants.undecided(now),
+                decided=self.invariants.decided(now),
+            )
 
     def close(self) -> None:
         """Stop the monitor thread."""
@@ -126,13 +147,18 @@ class Checker:
         self._started = time.monotonic()
         self.monitor = Monitor(recorder, self.options)
         self.monitor.start()
+        self._confirmed: tuple[tuple[int, frozenset[str]], bool] | None = None
 
-    def settle(self, *, quiet: float | None = None, timeout: float | None = None) -> bool:
+    def settle(
+        self, *, quiet: float | None = None, timeout: float | None = None, early: bool = True
+    ) -> bool:
         """Let the operator work until nothing is in flight and nothing changes for a while.
 
         In flight means a claim being deleted or migrating whose deadline (finalize /
         migration timeout) has not passed yet: settling waits it out, so a stuck finalizer
-        is judged on evidence, not cut short by the epilogue.
+        is judged on evidence, not cut short by the epilogue. With ``early`` (the default),
+        what is in flight only for invariants that already failed for good is not waited
+        for (their verdict is certain, see :meth:`_certain`); every other deadline is.
         """
         o = self.options
         # Quiet for longer than the invariants' grace, so a steady bad state gets judged.
@@ -147,15 +173,38 @@ class Checker:
             self._recorder.barrier(timeout=timeout)
             while True:
                 now = self.monitor.update()
-                # Our own writes (the agent's retries) do not count as the system being busy.
-                last, busy = self.monitor.activity(now)
-                if now - last >= quiet and not busy:
+                # Our own writes (the agent's retries) do not count as the system being busy;
+                # a dependency down is no calm: wait for its recovery (or the deadline).
+                seen = self.monitor.activity(now)
+                down = [p for p in dependency_outages(self._recorder.history())
+                        if not math.isfinite(p.end)]  # fmt: skip
+                calm = now - seen.last_move >= quiet and not down
+                if calm and not seen.in_flight:
+                    self._recorder.mark("settled")
+                    return True
+                if calm and early and not seen.undecided and self._certain(seen.decided, now):
+                    LOGGER.info(
+                        "settled: %s failed for good; not waiting for %s",
+                        ", ".join(seen.decided), ", ".join(seen.in_flight),
+                    )  # fmt: skip
                     self._recorder.mark("settled")
                     return True
                 if time.monotonic() >= deadline:
                     self._recorder.mark("settle-timeout")
                     return False
                 self._recorder.wait_for_entry(lambda e: True, timeout=min(0.5, quiet))
+
+    def _certain(self, decided: list[str], now: float) -> bool:
+        """Whether the invariants the monitor found failed for good also fail at ``now`` in
+        the history as the verdict will judge it (resourceVersion order, outage-free
+        clock). Evaluated again only when the history or the decided set grew."""
+        history = self._recorder.history()
+        key = (len(history), frozenset(decided))
+        if self._confirmed is None or self._confirmed[0] != key:
+            verdicts = invariants.evaluate(history, self.options, final=False, now=now)
+            failed = {v.invariant for v in verdicts if v.failed}
+            self._confirmed = (key, set(decided) <= failed)
+        return self._confirmed[1]
 
     def verdict(self, *, nodeid: str, missed: list[str]) -> ScenarioResult:
         """Evaluate every invariant over the whole history and build the scenario's result."""
@@ -164,6 +213,9 @@ class Checker:
         verdicts = invariants.evaluate(history, self.options, final=True)
         failed = [v for v in verdicts if v.failed]
         outcome = "failed" if failed else ("inconclusive" if missed else "passed")
+        excuse = not_the_operators(history) if failed else None
+        if excuse is not None:
+            outcome = excuse[0]
         retries = count_retries(history)
         result = ScenarioResult(
             nodeid=nodeid,
@@ -187,6 +239,8 @@ class Checker:
         }
         result.monitor_cpu = round(self.monitor.cpu, 4)
         result.message = failure_message(result, history, missed)
+        if excuse is not None:
+            result.message = f"{excuse[1]}\n{result.message}"
         return result
 
     def _audit_counts(self, recorded: Counter[str]) -> dict[str, float]:
@@ -208,6 +262,27 @@ class Checker:
     def close(self) -> None:
         """Stop the monitor (idempotent)."""
         self.monitor.close()
+
+
+def not_the_operators(history: History) -> tuple[str, str] | None:
+    """Why violations in ``history`` are no verdict on the operator — (outcome, first line) —
+    or None: a dependency was down (an infrastructure error naming it), or the operator's
+    process was stopped by someone other than the framework (inconclusive)."""
+    end = max((e.t for e in history), default=time.time())
+    down = dependency_outages(history)
+    if down:
+        return "error", (
+            "INFRASTRUCTURE: a dependency of the operator was unavailable during the scenario: "
+            f"{describe(down, end)}; the violations below are not the operator's verdict"
+        )
+    frozen = external_freezes(history)
+    if frozen:
+        return "inconclusive", (
+            "INCONCLUSIVE: the operator's process was stopped by someone other than the "
+            f"framework: pid {describe(frozen, end)}; the violations below are not "
+            "a verdict"
+        )
+    return None
 
 
 def failure_message(result: ScenarioResult, history: History, missed: list[str]) -> str:

@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from mochaos.errors import Inconclusive
+from mochaos.errors import Inconclusive, InfraError
 from mochaos.kube import new_api_client
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import phase
@@ -192,12 +192,16 @@ class Scenario:
 
     def verdict(self) -> ScenarioResult:
         """:meth:`finish`; the test fails (with the verdict's message, no framework
-        traceback) on a violation and is reported inconclusive when a fault missed."""
+        traceback) on a violation and is reported inconclusive when a fault missed (or the
+        operator was frozen from outside), an infrastructure error when a dependency was
+        down."""
         result = self.finish()
         if result.outcome == "failed":
             pytest.fail(result.message, pytrace=False)
         if result.outcome == "inconclusive":
             raise Inconclusive(result.message)
+        if result.outcome == "error":
+            raise InfraError(result.message.split("\n", 1)[0])
         return result
 
     @property

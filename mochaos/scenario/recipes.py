@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import Predicate, named
+from mochaos.scenario.predicates import Predicate, named, source_draining
 from mochaos.types import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
@@ -76,8 +76,9 @@ def build_seed(sc: Scenario) -> SeedTopology:
     Independent waits overlap: the pool warms up three idle pods at once (one warm-up,
     not one per claim set) and both sets bind from them together. C's deletion cost is
     awaited before returning: a scale-in before the store published it would let
-    creation-time luck, not sessions, pick the victim. The topology means the same as
-    building the sets one by one.
+    creation-time luck, not sessions, pick the victim. So is the operator's pass that
+    follows each bind (:meth:`Workload.settled`): the race starts on settled claims, as
+    in production. The topology means the same as building the sets one by one.
     """
     sc.pool("pool", max_idle=3)
     sc.claimset("s1", replicas=2, wait=False)
@@ -87,4 +88,17 @@ def build_seed(sc: Scenario) -> SeedTopology:
     c = sc.pod_of(y)
     sc.set_sessions(c, 1)
     sc.wait(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
+    sc.workload.settled([x, y, z])
     return SeedTopology(x=x, y=y, z=z, a=sc.pod_of(x), b=sc.pod_of(z), c=c)
+
+
+def scale_in_during_migration(sc: Scenario, seed: SeedTopology) -> None:
+    """The seed's fault and end: X migrates onto Z's pod B, S1 is scaled in once X's source
+    A is Draining; then settle, epilogue, verdict (the suite's own scenario, for the
+    framework's tests that wrap it in a fault of their own)."""
+    sc.agent.request_migration(seed.x, target=seed.b)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
+    sc.scale_claimset("s1", replicas=1, trigger=draining)
+    sc.settle()
+    sc.epilogue()
+    sc.verdict()

@@ -10,6 +10,7 @@ epilogue, where cleanup itself is an oracle.
 from __future__ import annotations
 
 import random
+import time
 
 from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive
@@ -24,12 +25,22 @@ from mochaos.types import (
     CLAIMSET_LABEL,
     PHASE_LABEL,
     POOL_NAME_LABEL,
+    SESSIONS_ANNOTATION,
     ActionRecord,
+    History,
     RunningOperator,
     State,
     obj_deleting,
     obj_labels,
 )
+
+BIND_REQUEUE = 5.0
+"""The operator passes over a claim again this long (operator seconds) after binding it:
+Bind ends in ``ErrReSync("wait pod to bound", retryBindInterval)`` (cnclaim/controller.go:
+117-118, :46-50 at 2301e3b), and that pass's Sync labels the claim's pod for it again."""
+SYNC_QUIET = 2.5
+"""A claim whose last pass is this long ago (operator seconds) has no retry pending: longer
+than the runtime's 2 s retry after a conflict (reconciler.go:60 of the operator's runtime)."""
 
 
 class Workload:
@@ -53,6 +64,7 @@ class Workload:
         self._operator = operator
         self._run_id = run_id
         self.waits = operator.waits
+        self._options = options
         self.agent = UnitAgent(agent_actions, recorder, rng=rng, options=options)
         self.claimsets: list[str] = []
         self.claims: list[str] = []
@@ -115,6 +127,29 @@ class Workload:
         state = self._recorder.snapshot()
         return sorted(bound_of(state, claimset), key=lambda c: _pod_age_key(state, c))
 
+    def settled(self, claims: list[str]) -> None:
+        """Wait until the operator is done with the passes that follow each claim's bind, on
+        its own log: :data:`BIND_REQUEUE` and :data:`SYNC_QUIET` have passed since the bind
+        (the requeue's pass, if any, has come) and the claim's last pass is
+        :data:`SYNC_QUIET` ago. A fault then lands on claims bound a while ago, as
+        in production, not in the seconds where such a pass would still relabel a claim's
+        pod for it."""
+        requeue, quiet = self._options.scaled(BIND_REQUEUE), self._options.scaled(SYNC_QUIET)
+        deadline = time.monotonic() + self.waits.bind
+        with phase("waiting for the operator's passes after the binds"):
+            while True:
+                now, history = time.time(), self._recorder.history()
+                bound_by, last_by = now - requeue - quiet, now - quiet
+                busy = [c for c in claims if not _settled(history, c, bound_by, last_by)]
+                if not busy:
+                    return
+                if time.monotonic() > deadline:
+                    raise Inconclusive(
+                        f"the operator kept passing over claim(s) {', '.join(busy)} for "
+                        f"{self.waits.bind:.0f}s after binding them"
+                    )
+                self._recorder.wait_for_entry(lambda e: False, timeout=min(quiet, 0.25))
+
     def pod_of(self, claim: str) -> str:
         """The pod a claim's spec names right now."""
         obj = self._recorder.snapshot().get("CNClaim", claim) or {}
@@ -124,12 +159,21 @@ class Workload:
         return pod
 
     def set_sessions(self, pod: str, sessions: int) -> ActionRecord:
-        """Hold ``sessions`` client sessions on a CN (MatrixOne's view, per environment)."""
+        """Hold ``sessions`` client sessions on a CN (MatrixOne's view, per environment),
+        then say so on the pod.
+
+        The operator's store controller reads a CN's sessions on its 30 s resync or when
+        its watch passes a pod change, e.g. a new annotation other than its own stats
+        (cnstore/controller.go:697-715 at 2301e3b): the ``mochaos.io/sessions`` annotation
+        has it publish the deletion cost within a second instead of up to 30 s later.
+        """
         rv = self._operator.sessions.hold(pod, sessions)
-        return self.actions.record(
+        record = self.actions.record(
             "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv,
             component="agent",
         )  # fmt: skip
+        self.actions.annotate_pod(pod, annotations={SESSIONS_ANNOTATION: str(sessions)})
+        return record
 
     def scale_to_zero(self) -> None:
         """The epilogue's writes: every claim set to 0, every standalone claim deleted."""
@@ -139,6 +183,20 @@ class Workload:
         for claim in self.claims:
             if self._recorder.snapshot().get("CNClaim", claim) is not None:
                 self.actions.delete_claim(claim)
+
+
+def _settled(history: History, claim: str, bound_by: float, last_by: float) -> bool:
+    """``claim`` was Bound by ``bound_by`` and the operator's last record of it is no later
+    than ``last_by`` (wall times)."""
+    bound = next(
+        (c.t for c in history.changes("CNClaim")
+         if c.name == claim and (c.obj.get("status") or {}).get("phase") == "Bound"),
+        None,
+    )  # fmt: skip
+    if bound is None or bound > bound_by:
+        return False
+    last = max((r.t for r in history.logs() if r.name == claim), default=bound)
+    return last <= last_by
 
 
 def idle_pods_at_least(pool: str, n: int) -> Predicate:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mochaos.scenario.engine import Scenario
-from mochaos.scenario.recipes import SeedTopology, build_seed
+from mochaos.scenario.recipes import SeedTopology
+from mochaos.scenario.workloads import MIGRATION
 
 
 @pytest.fixture
 def seed(scenario: Scenario) -> SeedTopology:
-    """The seed race's topology, built in the test's namespace."""
-    return build_seed(scenario)
+    """The seed race's topology (the ``migration`` workload's), built in the test's namespace."""
+    return MIGRATION.setup(scenario)

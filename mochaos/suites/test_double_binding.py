@@ -11,6 +11,7 @@ import pytest
 
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import claim_bound
+from mochaos.scenario.workloads import BIND
 
 pytestmark = pytest.mark.scenario
 
@@ -18,14 +19,10 @@ pytestmark = pytest.mark.scenario
 def test_double_binding_during_migration(scenario: Scenario):
     """Y's Bind must skip the pod X's migration already names."""
     sc = scenario
-    sc.pool("pool", max_idle=1)
-    (x,) = sc.claimset("s1", replicas=1)
-    sc.idle_pods("pool", at_least=1)
-    target = sc.agent.pick_target(x)
+    bind = BIND.setup(sc)
     sc.pause_operator(max(sc.options.scaled(10), 2.0))
-    y = sc.claim("y", wait_bound=False)
-    sc.agent.request_migration(x, target=target)
-    sc.wait(claim_bound(y), timeout=sc.waits.bind)
+    BIND.drive(sc, bind)
+    sc.wait(claim_bound(bind.y), timeout=sc.waits.bind)
     sc.settle()
     sc.epilogue()
     sc.verdict()

@@ -13,6 +13,7 @@ from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import source_draining
 from mochaos.scenario.recipes import SeedTopology
+from mochaos.scenario.workloads import MIGRATION
 
 pytestmark = pytest.mark.scenario
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.scenario
 def test_operator_restart_during_finalize(scenario: Scenario, seed: SeedTopology):
     """Scale in during the drain, then restart the operator at its first finalize."""
     sc = scenario
-    sc.agent.request_migration(seed.x, target=seed.b)
+    MIGRATION.drive(sc, seed)
     draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
     finalizing = sc.when_logged(FINALIZE_ATTEMPT, timeout=sc.waits.log_line)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import claim_bound, named
+from mochaos.scenario.predicates import named
+from mochaos.scenario.workloads import POD_LOSS
 from mochaos.types import CLAIMED_BY_LABEL, obj_labels
 
 pytestmark = pytest.mark.scenario
@@ -18,10 +19,7 @@ pytestmark = pytest.mark.scenario
 def test_pod_lost_while_bound(scenario: Scenario):
     """B3: the bound pod is deleted; the claim must not keep pointing at it."""
     sc = scenario
-    sc.pool("pool", max_idle=1)
-    x = sc.claim("x")
-    bound = sc.when(claim_bound(x), timeout=sc.waits.bind)
-    sc.delete_pod(sc.pod_of(x), trigger=bound)
+    POD_LOSS.drive(sc, POD_LOSS.setup(sc))
     sc.settle()
     sc.epilogue()
     sc.verdict()
@@ -30,9 +28,8 @@ def test_pod_lost_while_bound(scenario: Scenario):
 def test_label_removed_then_pod_deleted(scenario: Scenario):
     """B4: the pod loses its claimed-by label first, then is deleted: is the claim told?"""
     sc = scenario
-    sc.pool("pool", max_idle=1)
-    x = sc.claim("x")
-    pod = sc.pod_of(x)
+    lost = POD_LOSS.setup(sc)
+    pod = lost.pod
     sc.remove_label(pod, key=CLAIMED_BY_LABEL)
     unlabelled = sc.when(
         named(
@@ -43,7 +40,7 @@ def test_label_removed_then_pod_deleted(scenario: Scenario):
         ),
         timeout=sc.waits.bind,
     )
-    sc.delete_pod(pod, trigger=unlabelled)
+    POD_LOSS.lose_pod(sc, lost, trigger=unlabelled)
     sc.settle()
     sc.epilogue()
     sc.verdict()

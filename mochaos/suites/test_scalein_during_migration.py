@@ -13,7 +13,8 @@ import pytest
 
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import MIGRATION_PHASES, source_draining
-from mochaos.scenario.recipes import SeedTopology, build_s1, held_by_set
+from mochaos.scenario.recipes import SeedTopology
+from mochaos.scenario.workloads import MIGRATION, MIGRATION_RACE
 
 pytestmark = pytest.mark.scenario
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.scenario
 def test_scalein_during_migration(scenario: Scenario, seed: SeedTopology):
     """The seed scenario, as in the bug report's own reproduction."""
     sc = scenario
-    sc.agent.request_migration(seed.x, target=seed.b)
+    MIGRATION.drive(sc, seed)
     draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
     sc.settle()
@@ -32,14 +33,9 @@ def test_scalein_during_migration(scenario: Scenario, seed: SeedTopology):
 def test_scalein_during_migration_race(scenario: Scenario):
     """The double reference from a real race: the agent picks an Idle pod, S2 binds it first."""
     sc = scenario
-    x, _ = build_s1(sc, max_idle=1)
-    a = sc.pod_of(x)
-    sc.idle_pods("pool", at_least=1)
-    target = sc.agent.pick_target(x)
-    sc.claimset("s2", replicas=1)
-    held = sc.when(held_by_set(target, "s2"), timeout=sc.waits.migration_phase)
-    sc.agent.request_migration(x, target=target, trigger=held)
-    draining = sc.when(source_draining(x, a), timeout=sc.waits.migration_phase)
+    race = MIGRATION_RACE.setup(sc)
+    MIGRATION_RACE.drive(sc, race)
+    draining = sc.when(source_draining(race.x, race.a), timeout=sc.waits.migration_phase)
     sc.scale_claimset("s1", replicas=1, trigger=draining)
     sc.settle()
     sc.epilogue()
@@ -50,7 +46,7 @@ def test_scalein_during_migration_race(scenario: Scenario):
 def test_scalein_during_migration_sweep(scenario: Scenario, seed: SeedTopology, phase: str):
     """The seed scenario with the scale-in injected at each phase of the migration."""
     sc = scenario
-    sc.agent.request_migration(seed.x, target=seed.b)
+    MIGRATION.drive(sc, seed)
     reached = sc.when(
         MIGRATION_PHASES[phase](seed.x, seed.a, seed.b), timeout=sc.waits.migration_phase
     )

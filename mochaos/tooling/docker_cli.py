@@ -24,6 +24,14 @@ PROBE_TIMEOUT = 20.0
 """Seconds ``docker version`` may take before the engine counts as unreachable."""
 
 
+def daemon_reason(result: Result) -> str:
+    """Why the engine refused a command: its ``Error response from daemon:`` line (the CLI's
+    own last line, e.g. "failed to start containers", says less), else the last line."""
+    lines = (result.stderr + result.stdout).strip().splitlines()
+    daemon = [ln.split("from daemon: ", 1)[1] for ln in lines if "from daemon: " in ln]
+    return (daemon or lines or [f"exit {result.returncode}"])[0][:300]
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerState:
     """What ``docker inspect`` says of a container's process."""
@@ -103,6 +111,32 @@ class DockerCli:
                            what=f"docker image inspect {ref}", check=False)  # fmt: skip
         return (result.stdout.strip() or None) if result.returncode == 0 else None
 
+    def inspect_image(self, ref: str, template: str) -> str:
+        """``docker image inspect --format <template>`` of ``ref``; InfraError when absent."""
+        return self._run("image", "inspect", "--format", template, ref,
+                         what=f"docker image inspect {ref}").stdout.strip()  # fmt: skip
+
+    def image_labels(self, ref: str) -> dict[str, str] | None:
+        """The labels of ``ref`` in the engine's image store (None when it is not there)."""
+        result = self._run(
+            "image",
+            "inspect",
+            "--format",
+            "{{json .Config.Labels}}",
+            ref,
+            what=f"docker image inspect {ref}",
+            check=False,
+        )
+        if result.returncode != 0:
+            return None
+        return dict(json.loads(result.stdout) or {})
+
+    def load(self, archive: Path) -> None:
+        """``docker load`` of an image archive (``docker save``'s format)."""
+        self._run(
+            "load", "--input", str(archive), what=f"docker load {archive.name}", timeout=900.0
+        )
+
     def pull(self, ref: str) -> None:
         """Pull ``ref`` into the engine."""
         self.runner([self.path, "pull", ref], what=f"docker pull {ref}", timeout=1800.0,
@@ -166,6 +200,69 @@ class DockerCli:
         state = self.state(cid)
         if state is not None and state.status == "paused":
             self._run("unpause", cid, what=f"docker unpause {cid[:12]}")
+
+    def inspect(self, cid: str, template: str) -> str:
+        """``docker inspect --format <template>`` of a container; InfraError when it is gone."""
+        result = self._run(
+            "inspect",
+            "--type",
+            "container",
+            "--format",
+            template,
+            cid,
+            what=f"docker inspect {cid[:12]}",
+        )
+        return result.stdout.strip()
+
+    def address(self, cid: str, network: str) -> str:
+        """The container's IP address on ``network`` ('' when it is not attached)."""
+        networks = json.loads(self.inspect(cid, "{{json .NetworkSettings.Networks}}") or "{}")
+        return str((networks.get(network) or {}).get("IPAddress") or "")
+
+    def published(self, cid: str, port: int) -> tuple[str, int]:
+        """(host, port) where the engine publishes the container's TCP ``port``."""
+        out = self._run("port", cid, f"{port}/tcp", what=f"docker port {cid[:12]} {port}").stdout
+        host, _, number = out.strip().splitlines()[0].rpartition(":")
+        return host.strip("[]") or "127.0.0.1", int(number)
+
+    def network_create(
+        self, name: str, *, labels: dict[str, str], bridge: str = "", subnet: str = ""
+    ) -> str:
+        """Create a bridge network (its host interface named ``bridge`` when given); its
+        subnet. Without ``subnet`` the engine picks one, and the network is made again
+        with it named, since only a network created with a subnet lets containers have
+        fixed addresses (``--ip``)."""
+        argv = ["network", "create", *(f"--label={k}={v}" for k, v in labels.items())]
+        if bridge:
+            argv.append(f"--opt=com.docker.network.bridge.name={bridge}")
+        if subnet:
+            self._run(*argv, f"--subnet={subnet}", name, what=f"docker network create {name}")
+            return subnet
+        self._run(*argv, name, what=f"docker network create {name}")
+        picked = self._run(
+            "network",
+            "inspect",
+            "--format",
+            "{{(index .IPAM.Config 0).Subnet}}",
+            name,
+            what=f"docker network inspect {name}",
+        ).stdout.strip()
+        self.network_remove(name)
+        return self.network_create(name, labels=labels, bridge=bridge, subnet=picked)
+
+    def network_remove(self, name: str) -> None:
+        """Remove a network (absent is fine)."""
+        result = self._run("network", "rm", name, what=f"docker network rm {name}", check=False)
+        if result.returncode != 0 and "not found" not in result.stderr:
+            raise InfraError(
+                f"docker network rm {name} failed: {reason(result)}",
+                hint="remove its containers first: docker network inspect " + name,
+            )
+
+    def logs(self, cid: str) -> str:
+        """Everything the container printed so far (stdout and stderr)."""
+        result = self._run("logs", cid, what=f"docker logs {cid[:12]}", check=False)
+        return result.stdout + result.stderr
 
     def logs_argv(self, cid: str) -> list[str]:
         """The command that follows a container's output until it stops."""

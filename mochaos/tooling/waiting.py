@@ -6,10 +6,18 @@ so a wait that gives up always reads ``<what> not ready after <N>s: <last state>
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
-from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_result,
+    stop_after_delay,
+    stop_when_event_set,
+    wait_fixed,
+)
 
 from mochaos.errors import InfraError
 
@@ -28,10 +36,12 @@ def wait_for(
     timeout: float,
     interval: float = 2.0,
     hint: str = "",
+    cancel: threading.Event | None = None,
 ) -> str:
     """Poll ``check`` (-> (done, description)) until done; InfraError with the last description.
 
-    The policy: a fixed ``interval`` between polls, give up after ``timeout``.
+    The policy: a fixed ``interval`` between polls, give up after ``timeout`` or once
+    ``cancel`` is set (the work is no longer wanted).
     An exception from ``check`` counts as "not yet" and its text becomes the
     description, so a flaky API does not end the wait early. Returns the
     description of the poll that succeeded.
@@ -46,13 +56,18 @@ def wait_for(
             done, last[0] = False, f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
         return done
 
+    stop = stop_after_delay(timeout)
+    if cancel is not None:
+        stop = stop | stop_when_event_set(cancel)
     policy = Retrying(
-        stop=stop_after_delay(timeout),
+        stop=stop,
         wait=wait_fixed(interval),
         retry=retry_if_result(lambda done: not done),
     )
     try:
         policy(attempt)
     except RetryError as err:
+        if cancel is not None and cancel.is_set():
+            raise InfraError(f"{what}: the wait was cancelled", hint=hint) from err
         raise not_ready(what, time.monotonic() - started, last[0], hint=hint) from err
     return last[0]

@@ -1,5 +1,6 @@
 """The judged view of a history: changes in the apiserver's order, time on the operator's
-clock (apiserver outages left out), violations reported back on the wall clock."""
+clock (apiserver outages, dependency outages and operator freezes left out), violations
+reported back on the wall clock."""
 
 from __future__ import annotations
 
@@ -7,10 +8,21 @@ import math
 from dataclasses import replace
 
 from mochaos.invariants import evaluate, get
-from mochaos.invariants.judged import OperatorClock, judged
+from mochaos.invariants.judged import (
+    OperatorClock,
+    Period,
+    dependency_outages,
+    external_freezes,
+    freezes,
+    judged,
+)
 from mochaos.types import (
     APISERVER_AVAILABLE,
     APISERVER_UNAVAILABLE,
+    DEPENDENCY_AVAILABLE,
+    DEPENDENCY_UNAVAILABLE,
+    OPERATOR_FROZEN,
+    OPERATOR_THAWED,
     CheckOptions,
     History,
     Marker,
@@ -126,3 +138,55 @@ def test_outages_are_read_from_the_markers():
     history = b.build()
     assert OperatorClock.of(history).outages == ((10, 20), (25, math.inf))
     assert all(isinstance(m, Marker) for m in history)
+
+
+def dependency_down(b: HistoryBuilder, name: str, start: float, end: float | None) -> None:
+    b.at(start).marker(f"{DEPENDENCY_UNAVAILABLE}: {name} (not running)")
+    if end is not None:
+        b.at(end).marker(f"{DEPENDENCY_AVAILABLE}: {name} after {end - start:.1f}s")
+
+
+def frozen(b: HistoryBuilder, start: float, end: float, pid: int = 42) -> None:
+    b.at(start).marker(f"{OPERATOR_FROZEN}: {pid} (SIGSTOP)")
+    b.at(end).marker(f"{OPERATOR_THAWED} after {end - start:.1f}s")
+
+
+def test_dependency_outages_are_read_per_dependency():
+    b = HistoryBuilder()
+    dependency_down(b, "matrixone", 10, None)
+    dependency_down(b, "kruise", 12, 15)
+    b.at(30).marker(f"{DEPENDENCY_AVAILABLE}: matrixone after 20.0s")
+    dependency_down(b, "kruise", 40, None)
+    assert dependency_outages(b.build()) == [
+        Period(10, 30, "matrixone", "not running"),
+        Period(12, 15, "kruise", "not running"),
+        Period(40, math.inf, "kruise", "not running"),
+    ]
+
+
+def test_overlapping_periods_are_left_out_of_the_operator_clock_once():
+    b = HistoryBuilder()
+    outage(b, 10, 20)
+    dependency_down(b, "matrixone", 15, 30)
+    frozen(b, 28, 32)
+    frozen(b, 50, 55)
+    assert OperatorClock.of(b.build()).outages == ((10, 32), (50, 55))
+
+
+def test_a_dependency_down_does_not_count_against_a_deadline():
+    b = HistoryBuilder()
+    b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)
+    dependency_down(b, "kruise", 20, 60)  # no pods while the workload controller is down
+    b.at(90).claimset("S1", status_replicas=2, ready=2)
+    ticks(b, 91, 200, every=5)
+    assert "replicas-converge" not in failed(History(sorted(b.entries, key=lambda e: e.t)))
+
+
+def test_a_freeze_the_framework_made_is_its_pause_fault_any_other_is_external():
+    b = HistoryBuilder()
+    b.at(10).action("pause_operator", kind="Operator", name="operator", params={"seconds": 5})
+    frozen(b, 10.2, 15.1)  # the pause, as the probe saw it
+    frozen(b, 40, 48)  # someone else's SIGSTOP
+    history = b.build()
+    assert [(f.start, f.end) for f in freezes(history)] == [(10.2, 15.1), (40, 48)]
+    assert [(f.start, f.end, f.what) for f in external_freezes(history)] == [(40, 48, "42")]

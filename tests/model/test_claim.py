@@ -4,10 +4,12 @@ one actor step, and the bugs B1/B5, B3, B4, #581 and the migration path on a rea
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from mochaos.model.claim import ClaimActor, claims_for_pod, pod_claim_index, priority_order
-from mochaos.model.hakeeper import HAKeeper
+from mochaos.model.hakeeper import HAKeeper, StoreCache
 from mochaos.model.kube import CLAIMS, PODS
 from mochaos.model.profiles import get_profile
 from mochaos.model.runtime.context import ReSync
@@ -21,7 +23,8 @@ PHASE = "pool.matrixorigin.io/phase"
 
 
 def actor(profile: str) -> ClaimActor:
-    return ClaimActor(profile=get_profile(profile), timing=Timing(), hakeeper=HAKeeper())
+    cache = StoreCache(stores=list, refresh=15, stop=threading.Event())
+    return ClaimActor(profile=get_profile(profile), timing=Timing(), hakeeper=HAKeeper(cache))
 
 
 def created(name: str, ts: str, **labels: str) -> dict:

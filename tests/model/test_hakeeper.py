@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import pytest
 
-from mochaos.model.hakeeper import HAKeeper, MissingScore, Score, read_score, store_uuid
+from mochaos.model.hakeeper import (
+    HAKeeper,
+    MissingScore,
+    Score,
+    StoreCache,
+    read_score,
+    store_uuid,
+)
 
 
 def pod(score: str | None = None, running: bool = True) -> dict:
@@ -37,9 +46,42 @@ def test_score_round_trip() -> None:
     assert Score().safe_to_reclaim()
 
 
-def test_store_registered_when_main_container_runs() -> None:
-    assert HAKeeper().registered(pod())
-    assert not HAKeeper().registered(pod(running=False))
+def test_store_registered_when_the_cache_lists_it() -> None:
+    stop = threading.Event()
+    cache = StoreCache(stores=lambda: [store_uuid(pod())], refresh=60, stop=stop)
+    try:
+        assert HAKeeper(cache).registered(pod())
+        other = pod()
+        other["metadata"]["name"] = "p-2"
+        assert not HAKeeper(cache).registered(other)
+    finally:
+        stop.set()
+
+
+def test_store_cache_is_filled_on_first_use_then_only_on_refresh() -> None:
+    """mocli/cn_cache.go: a store registered after a fill is unseen until the next one."""
+    registered: list[str] = []
+    calls: list[float] = []
+
+    def stores() -> list[str]:
+        calls.append(time.monotonic())
+        return list(registered)
+
+    stop = threading.Event()
+    cache = StoreCache(stores=stores, refresh=0.3, stop=stop)
+    try:
+        assert calls == []  # nothing is read before the first lookup
+        registered.append("a")
+        assert cache.has("a")  # the first lookup fills the cache at once
+        registered.append("b")
+        assert not cache.has("b")  # registered after the fill: not seen yet
+        deadline = time.monotonic() + 5
+        while not cache.has("b"):
+            assert time.monotonic() < deadline, "the refill never came"
+            time.sleep(0.02)
+        assert calls[1] - calls[0] >= 0.3
+    finally:
+        stop.set()
 
 
 def test_store_uuid_shape_and_inputs() -> None:

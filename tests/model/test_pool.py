@@ -86,3 +86,37 @@ def test_surplus_idle_pods_are_terminated_and_deleted(run_model, scene) -> None:
     )
     scene.wait("one pod left", lambda: len(live_pods(scene)) == 1, op_seconds=30)
     assert sum(r["deleted"] for r in model.lines("scale-in CN Pool complete", name="p")) == 2
+
+
+def test_the_first_pods_go_idle_without_waiting_for_a_resync(run_model, scene) -> None:
+    """The store cache is built at the first lookup, after the pods run (model-pacing.md):
+    the pool's first pods are Idle well before the store's 30 s resync."""
+    run_model("upstream")
+    scene.create_pool("p", max_idle=2)
+    scene.idle_count(2, op_seconds=15)
+
+
+def test_a_pod_started_after_the_cache_was_filled_waits_for_a_refill(run_model, scene) -> None:
+    """A store registered after the cache's fill is not seen before the next one (15 s),
+    and its pod is looked at again only at the store's 30 s resync."""
+    run_model("upstream")
+    scene.create_pool("p", max_idle=1)
+    (first,) = scene.idle_count(1, op_seconds=15)
+    scene.create_claim("x", pool="p")
+    scene.bound_claim("x")
+    refill = scene.wait(
+        "the pool starts a pod to keep one idle",
+        lambda: next(
+            (p for p in live_pods(scene) if p["metadata"]["name"] != first["metadata"]["name"]),
+            None,
+        ),
+        op_seconds=10,
+    )
+    name = refill["metadata"]["name"]
+
+    def unknown() -> bool:
+        pods = {p["metadata"]["name"]: p for p in scene.pods()}
+        return labels(pods.get(name)).get(PHASE) == "Unknown"
+
+    scene.holds("the new pod stays Unknown until the cache has its store", unknown, op_seconds=10)
+    scene.idle_count(1, op_seconds=45)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import copy
 
-from mochaos.model.kube import PODS
-from mochaos.model.store import DELETION_COST, wants_pod_event
+import pytest
 
-from .fakes import pod
+from mochaos.model.kube import PODS, Conflict
+from mochaos.model.store import DELETION_COST, StoreActor, starting, wants_pod_event
+from mochaos.model.timing import Timing
+
+from .fakes import FakeClient, ListSink, context, pod
 from .scene import PHASE, labels
 
 CN = {"matrixorigin.io/component": "CNSet"}
@@ -50,6 +53,49 @@ def test_stats_annotations_and_removals_do_not_pass() -> None:
     assert not wants_pod_event("MODIFIED", old, cn_pod())
     assert wants_pod_event("MODIFIED", old, cn_pod(keep="2"))
     assert wants_pod_event("MODIFIED", old, cn_pod(keep="1", extra="1"))
+
+
+def started(p: dict, *, running: bool, unschedulable: bool = False) -> dict:
+    state = {"running": {"startedAt": "2026-01-01T00:00:00Z"}} if running else {"waiting": {}}
+    p["status"] = {"containerStatuses": [{"name": "main", "state": state}]}
+    if unschedulable:
+        p["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        ]
+    return p
+
+
+def test_a_pod_is_starting_until_its_main_container_runs() -> None:
+    assert starting(started(cn_pod(), running=False))
+    created = cn_pod()
+    del created["status"]
+    assert starting(created)  # just created: no status yet
+    assert not starting(started(cn_pod(), running=True))
+    assert not starting(started(cn_pod(), running=False, unschedulable=True))
+    dying = started(cn_pod(), running=False)
+    dying["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert not starting(dying)
+
+
+class NoCalls:
+    """A HAKeeper that must not be reached."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"{name} called")
+
+
+def test_a_pass_over_a_starting_pod_conflicts_before_the_store_lookup() -> None:
+    """The runtime retries a conflict after 2 s; the store cache is not looked at (it would
+    be built, empty, on this first lookup, and the pod would wait for a 30 s resync)."""
+    client, sink = FakeClient(), ListSink()
+    p = started(cn_pod(**{"pool.matrixorigin.io/management-policy": "Pooling"}), running=False)
+    p["metadata"]["labels"].update({"matrixorigin.io/instance": "pool", PHASE: "Unknown"})
+    client.add(PODS, p)
+    actor = StoreActor(timing=Timing(), hakeeper=NoCalls())  # type: ignore[arg-type]
+    with pytest.raises(Conflict):
+        actor.observe(context(client, PODS, "p", sink))
+    assert sink.msgs() == ["error sync stats"]  # "CN not started", as the operator logs it
+    assert client.get(PODS, "p")["metadata"]["resourceVersion"] == "1"  # nothing written
 
 
 # ================================================================ on a real cluster

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from mochaos.errors import InfraError, UsageError
-from mochaos.operator import webhooks
+from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.container import (
     ContainerHost,
     ContainerSpec,
@@ -314,5 +314,5 @@ def test_another_refused_start_is_an_infrastructure_error(state_dir):
 
 def test_a_container_webhook_host_is_found_again_from_its_record():
     handle = ContainerHost(CID, "unix:///run/d.sock")
-    assert webhooks.host_handle(handle.record()) == handle
-    assert webhooks.host_handle({"pid": 1, "argv": ["a"]}) == webhooks.ProcessHost(1, ["a"])
+    assert webhook_host.host_handle(handle.record()) == handle
+    assert webhook_host.host_handle({"pid": 1, "argv": ["a"]}) == webhook_host.ProcessHost(1, ["a"])

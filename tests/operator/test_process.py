@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -39,3 +43,33 @@ def test_lines_are_read_from_an_offset_and_tails_skip_blank_lines(tmp_path: Path
     assert read_lines(log, 2) == ["b", "", "c"]
     assert read_lines(tmp_path / "absent") == []
     assert tail(read_lines(log), 2) == "b | c"
+
+
+def test_time_frozen_from_outside_does_not_count_against_getting_ready(tmp_path: Path):
+    # Ready 0.5 s after start, within 1.5 s; someone stops it for 2 s right after start
+    # (red: "not ready after 2s").
+    script = tmp_path / "manager"
+    script.write_text("#!/bin/sh\nsleep 0.5\necho READY\nexec sleep 60\n")
+    script.chmod(0o755)
+    proc = OperatorProcess(
+        target="binary:x", version="v", user_agent="manager", command=[str(script)],
+        log_path=tmp_path / "operator.log", ready=lambda p: "READY" in p.log_lines(),
+        ready_timeout=1.5, sessions=None, waits=Waits(),  # type: ignore[arg-type]
+    )  # fmt: skip
+    freeze = threading.Thread(target=_freeze_soon, args=(proc, 2.0), daemon=True)
+    freeze.start()
+    try:
+        proc.start()
+    finally:
+        freeze.join()
+        proc.stop()
+
+
+def _freeze_soon(proc: OperatorProcess, seconds: float) -> None:
+    """SIGSTOP the process as soon as it runs, SIGCONT ``seconds`` later (as an outsider)."""
+    while proc.pid is None:
+        time.sleep(0.01)
+    pid = proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(seconds)
+    os.kill(pid, signal.SIGCONT)

@@ -78,3 +78,30 @@ def test_pr592_finalizes_but_leaks_the_pod_it_unlabels(tmp_path: Path):
     assert not failed(result) & {"finalizer-completes", "scalein-skips-migrating"}
     assert failed(result) >= {"pod-claim-agreement", "no-leaked-pods"}
     assert result["max_finalize_retries"] <= 2
+
+
+def test_the_real_managers_doubles_down_mid_scenario_are_never_its_verdict(tmp_path: Path):
+    """The MatrixOne double and the workload controller stopped mid-scenario under PR #592's
+    manager (which fails the seed on its own): an infrastructure error naming both, never
+    "invariant violated"."""
+    from safety.helpers import CHILD, private_cluster_name, remove_private_cluster
+
+    name = private_cluster_name()
+    cmd = [
+        sys.executable, "-m", "pytest", str(CHILD / "dependency_outage.py"), "-n", "0",
+        "-p", "no:cacheprovider", "--operator", f"source:{os.environ[ENV_SOURCE]}@{PR592}",
+        "--mochaos-reports-dir", str(tmp_path / "reports"),
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env |= {"MOCHAOS_CLUSTER_NAME": name, "GONOSUMDB": "github.com/matrixorigin"}
+    try:
+        with FileLock(str(Path(tempfile.gettempdir()) / "mochaos-real-operator.lock")):
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=1800)  # fmt: skip
+    finally:
+        remove_private_cluster(name)
+    summary = json.loads((tmp_path / "reports" / "latest" / "summary.json").read_text())
+    (result,) = summary["tests"]
+    assert result["outcome"] == "error", (result["outcome"], proc.stdout[-3000:])
+    assert "a dependency of the operator was unavailable" in result["message"]
+    assert "matrixone for" in result["message"] and "kruise for" in result["message"]

@@ -1,5 +1,6 @@
-"""The shared webhook host's lifecycle: joined per build, replaced, stopped by the last user;
-the same for a host process and a host container."""
+"""The shared webhook host's bookkeeping (host.json, users, attachments) with fake handles:
+joined per build, replaced, stopped by the last user; the same for a host process and a host
+container. The real-process life cycle is in test_webhook_host.py."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ import pytest
 from mochaos.cluster import attached
 from mochaos.cluster.attached import Attached
 from mochaos.errors import UsageError
-from mochaos.operator import webhooks
+from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.container import ContainerHost
-from mochaos.operator.webhooks import ProcessHost, WebhookHost
-from mochaos.procs import cmdline, wait_gone
+from mochaos.operator.webhook_host import ProcessHost, WebhookHost
+from mochaos.procs import Started, cmdline, start_time, wait_gone
 
 
 @dataclass
@@ -48,8 +49,16 @@ class FakeHost:
 def hosts(monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeHost]:
     """Every fake host started, by id; host.json's records resolve to them."""
     started: dict[str, FakeHost] = {}
-    monkeypatch.setattr(webhooks, "host_handle", lambda record: started[record["id"]])
+    monkeypatch.setattr(webhook_host, "host_handle", lambda record: started[record["id"]])
     return started
+
+
+def _host(state: Path, **kw: Any) -> WebhookHost:
+    """A host on a free port (never the machine's 9443: a real run may hold it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return WebhookHost(state, port=port, **kw)
 
 
 def _starter(hosts: dict[str, FakeHost], cid: str):
@@ -61,29 +70,30 @@ def _starter(hosts: dict[str, FakeHost], cid: str):
 
 
 def test_a_second_user_of_the_same_build_joins_the_running_host(tmp_path, hosts):
-    host = WebhookHost(tmp_path, build="image-a")
+    host = _host(tmp_path, build="image-a")
     assert host.acquire(_starter(hosts, "c1"))["id"] == "c1"
     assert host.acquire(_starter(hosts, "c2"))["id"] == "c1"
     assert list(hosts) == ["c1"]
 
 
 def test_another_build_replaces_a_host_nobody_uses(tmp_path, hosts):
-    WebhookHost(tmp_path, build="binary-a").acquire(_starter(hosts, "c1"))
+    _host(tmp_path, build="binary-a").acquire(_starter(hosts, "c1"))
     (tmp_path / "users" / str(os.getpid())).unlink()
-    assert WebhookHost(tmp_path, build="image-b").acquire(_starter(hosts, "c2"))["id"] == "c2"
+    assert _host(tmp_path, build="image-b").acquire(_starter(hosts, "c2"))["id"] == "c2"
     assert hosts["c1"].stops == ["c1"]
 
 
 def test_another_build_is_refused_while_the_host_has_other_users(tmp_path, hosts):
-    WebhookHost(tmp_path, build="binary-a").acquire(_starter(hosts, "c1"))
-    (tmp_path / "users" / str(os.getpid())).rename(tmp_path / "users" / "1")  # pid 1 lives
+    _host(tmp_path, build="binary-a").acquire(_starter(hosts, "c1"))
+    (tmp_path / "users" / str(os.getpid())).unlink()
+    (tmp_path / "users" / "1").write_text(str(start_time(1)))  # pid 1 lives
     with pytest.raises(UsageError, match="operator build binary-a serves the webhooks"):
-        WebhookHost(tmp_path, build="image-b").acquire(_starter(hosts, "c2"))
+        _host(tmp_path, build="image-b").acquire(_starter(hosts, "c2"))
     assert hosts["c1"].running
 
 
 def test_the_last_user_stops_the_host_and_cleans_up(tmp_path, hosts):
-    host = WebhookHost(tmp_path, build="image-a")
+    host = _host(tmp_path, build="image-a")
     host.acquire(_starter(hosts, "c1"))
     (tmp_path / "users" / "1").touch()  # another user still there
     cleaned: list[bool] = []
@@ -98,27 +108,35 @@ def test_the_last_user_stops_the_host_and_cleans_up(tmp_path, hosts):
 
 def test_a_started_host_is_attached_to_its_cluster_until_the_last_user_leaves(tmp_path, hosts):
     cluster_dir = tmp_path / "cluster"
-    host = WebhookHost(tmp_path / "webhooks", build="image-a", attach_to=cluster_dir)
+    host = _host(tmp_path / "webhooks", build="image-a", attach_to=cluster_dir)
     host.acquire(_starter(hosts, "c1"))
     (item,) = attached.attached(cluster_dir)
-    assert item.name == webhooks.HOST_NAME and item.stop == ["docker", "rm", "--force", "c1"]
+    assert item.name == webhook_host.HOST_NAME and item.stop == ["docker", "rm", "--force", "c1"]
     host.release(lambda: None)
     assert attached.attached(cluster_dir) == []
 
 
 def test_a_process_host_is_attached_by_pid_and_command_line():
     def attachment(record):
-        return webhooks.host_handle(record).attachment(webhooks.HOST_NAME)
+        return webhook_host.host_handle(record).attachment(webhook_host.HOST_NAME)
 
-    item = attachment({"kind": "process", "pid": 42, "argv": ["operator", "-x"]})
-    assert (item.pid, item.argv, item.stop) == (42, ["operator", "-x"], None)
+    item = attachment({"kind": "process", "pid": 42, "argv": ["operator", "-x"], "started": 7})
+    assert (item.pid, item.argv, item.started, item.stop) == (42, ["operator", "-x"], 7, None)
     item = attachment({"kind": "container", "id": "c9", "engine": "tcp://h:2375"})
     assert item.stop == ["docker", "rm", "--force", "c9"]
     assert item.env == {"DOCKER_HOST": "tcp://h:2375"}
 
 
+def test_a_user_whose_pid_was_reused_is_not_counted(tmp_path, hosts):
+    _host(tmp_path, build="binary-a").acquire(_starter(hosts, "c1"))
+    (tmp_path / "users" / str(os.getpid())).unlink()
+    (tmp_path / "users" / "1").write_text(str(start_time(1) + 1))  # pid 1, not that process
+    assert _host(tmp_path, build="image-b").acquire(_starter(hosts, "c2"))["id"] == "c2"
+    assert hosts["c1"].stops == ["c1"]
+
+
 def test_a_dead_host_is_started_again(tmp_path, hosts):
-    host = WebhookHost(tmp_path, build="image-a")
+    host = _host(tmp_path, build="image-a")
     host.acquire(_starter(hosts, "c1"))
     hosts["c1"].running = False
     assert host.acquire(_starter(hosts, "c2"))["id"] == "c2"
@@ -128,9 +146,11 @@ def test_a_process_host_is_known_by_pid_and_command_line_and_stopped_by_its_grou
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                             start_new_session=True)  # fmt: skip
     wait_gone(lambda: len(cmdline(proc.pid)) != 3, 10)
-    handle = ProcessHost(proc.pid, cmdline(proc.pid))
-    assert handle.alive() and not ProcessHost(proc.pid, ["other"]).alive()
-    assert webhooks.host_handle(handle.record()) == handle
+    found = Started.of(proc.pid, proc.args)
+    handle = ProcessHost(proc.pid, proc.args, found.started)
+    assert handle.alive() and not ProcessHost(proc.pid, ["other"], found.started).alive()
+    assert not ProcessHost(proc.pid, proc.args, found.started + 1).alive()  # a reused pid
+    assert webhook_host.host_handle(handle.record()) == handle
     handle.stop()
     proc.wait(timeout=10)
     assert not handle.alive()
@@ -142,8 +162,8 @@ def test_a_taken_webhook_port_is_named_before_a_host_starts():
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(UsageError, match=f"port {port} .the operator's webhook port. is in"):
-            webhooks.check_port_free(port)
-    webhooks.check_port_free(port)
+            webhook_host.check_port_free(port)
+    webhook_host.check_port_free(port)
 
 
 def test_the_host_gets_our_certificates():

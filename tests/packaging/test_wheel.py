@@ -36,6 +36,12 @@ def test_the_suites_are_an_importable_package(wheel):
     assert "mochaos/suites/test_scalein_during_migration.py" in files
 
 
+def test_the_exploration_entry_ships_with_the_package(wheel):
+    files = names(wheel)
+    assert "mochaos/explore/test_explore.py" in files  # pytest --pyargs mochaos.explore
+    assert "mochaos/scenario/workloads.py" in files
+
+
 def test_manifests_and_schemas_are_package_data(wheel):
     files = names(wheel)
     for kind in ("cnpool", "cnclaimset", "logset", "dnset"):

@@ -42,3 +42,18 @@ def test_the_worst_exit_status_wins():
     assert compare.worst([0, 1]) == 1
     assert compare.worst([1, 3]) == 3
     assert compare.worst([0, 2, 3]) == 2
+
+
+def test_the_sweep_between_targets_gives_a_line_per_target(tmp_path: Path):
+    first = report("source:op@a", scenario("x", "pass")) | {
+        "after_runs": {"line": "after source:op@a: nothing left (…); removed 11 CRDs (a)"}
+    }
+    second = report("model:upstream", scenario("x", "pass")) | {
+        "after_runs": {"line": "after model:upstream: LEFT namespace mc-x (all removed)"}
+    }
+    text = compare.write(tmp_path, [first, second]).read_text()
+    assert text.endswith(
+        "Between targets (one cluster, targets one after another):\n\n"
+        "- after source:op@a: nothing left (…); removed 11 CRDs (a)\n"
+        "- after model:upstream: LEFT namespace mc-x (all removed)\n"
+    )

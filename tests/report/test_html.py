@@ -1,27 +1,12 @@
 """The HTML timeline: lanes and segments, self-containment, and a real headless render."""
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
-
-import pytest
 
 from mochaos.report.html import build_lanes, render_html
 from mochaos.types import PHASE_LABEL
 
+from .browser import chromium, needs_chromium
 from .report_histories import HistoryBuilder
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def test_lanes_follow_claim_state_and_pod_phase_label():
@@ -73,23 +58,6 @@ def test_page_is_self_contained_and_has_one_lane_per_claim_and_pod(seed_history,
     assert "✗ finalizer-completes" in page
 
 
-def _chromium(page: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    return subprocess.run(
-        [
-            CHROMIUM,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={tmp_path / 'profile'}",
-            *extra,
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def _rendered(dom: str) -> tuple[int, int]:
     lanes = re.search(r'data-lanes-rendered="(\d+)"', dom)
     segments = re.search(r'data-segments-rendered="(\d+)"', dom)
@@ -97,27 +65,27 @@ def _rendered(dom: str) -> tuple[int, int]:
     return int(lanes.group(1)), int(segments.group(1))
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-def test_lanes_render_in_headless_chromium(tmp_path, seed_history, seed_result):
+@needs_chromium
+def test_lanes_render_in_headlesschromium(tmp_path, seed_history, seed_result):
     page = tmp_path / "timeline.html"
     page.write_text(render_html(seed_history, seed_result.verdicts, title="seed", meta={}))
-    dumped = _chromium(page, tmp_path, "--dump-dom")
+    dumped = chromium(page, tmp_path, "--dump-dom")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     lanes, segments = _rendered(dumped.stdout)
     assert lanes == 6
     assert segments == page.read_text().count('class="seg"')
     shot = tmp_path / "timeline.png"
-    taken = _chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000")
+    taken = chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000")
     assert taken.returncode == 0, taken.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+@needs_chromium
 def test_layout_check_sees_lanes_that_did_not_render(tmp_path, seed_history, seed_result):
     """The stamp measures layout: hidden lanes count as not rendered."""
     html = render_html(seed_history, seed_result.verdicts, title="seed", meta={})
     page = tmp_path / "hidden.html"
     page.write_text(html.replace("</style>", "svg.swimlanes { display: none; }</style>", 1))
-    dumped = _chromium(page, tmp_path, "--dump-dom")
+    dumped = chromium(page, tmp_path, "--dump-dom")
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     assert _rendered(dumped.stdout) == (0, 0)

@@ -75,6 +75,7 @@ def _qualify(tmp_path, suites, fake, repeat=None, **kw):
         out_root=out_root,
         extra_args=kw.pop("extra_args", []),
         run_pytest=fake,
+        after_runs=kw.pop("after_runs", None),
     )
     (qdir,) = out_root.iterdir()
     report = json.loads((qdir / "qualification.json").read_text())
@@ -184,3 +185,30 @@ def test_usage_errors_are_refused_before_any_run(tmp_path, suites):
     with pytest.raises(UsageError, match="does not exist"):
         _qualify(tmp_path, tmp_path / "nope", fake)
     assert fake.calls == []
+
+
+def _swept(*left: str) -> dict:
+    line = f"after model:fixed: LEFT {'; '.join(left)}" if left else "after model:fixed: clean"
+    return {"left": list(left), "removed": [], "notes": [], "unchecked": "", "line": line}
+
+
+def test_the_sweep_after_the_runs_is_printed_and_reported(tmp_path, suites, capsys):
+    fake = FakePytest([{"a": "passed"}])
+    code, qdir, report = _qualify(tmp_path, suites, fake, after_runs=lambda: _swept())
+    assert code == 0 and report["after_runs"]["line"] == "after model:fixed: clean"
+    assert "qualify: after model:fixed: clean" in capsys.readouterr().out
+    assert "**after the runs**: after model:fixed: clean" in (qdir / "qualification.md").read_text()
+
+
+def test_leftovers_make_a_passing_qualification_untrusted(tmp_path, suites):
+    fake = FakePytest([{"a": "passed"}])
+    code, _, report = _qualify(tmp_path, suites, fake,
+                               after_runs=lambda: _swept("namespace mc-x"))  # fmt: skip
+    assert code == 3, report["conclusion"]
+    assert report["conclusion"].endswith("but the runs left things behind")
+
+
+def test_leftovers_do_not_hide_an_operator_failure(tmp_path, suites):
+    fake = FakePytest([{"a": "failed"}])
+    code, _, _ = _qualify(tmp_path, suites, fake, after_runs=lambda: _swept("namespace mc-x"))
+    assert code == 1

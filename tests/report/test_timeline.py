@@ -9,6 +9,8 @@ import pytest
 from mochaos.report.timeline import build_rows, render_markdown
 from mochaos.types import (
     CLAIMED_BY_LABEL,
+    OPERATOR_FROZEN,
+    OPERATOR_THAWED,
     PHASE_LABEL,
     History,
     ScenarioResult,
@@ -318,3 +320,16 @@ def test_the_real_operators_object_reference_names_the_bound_pod():
     b.at(1).log("CN bind success", "X", **{"claimed CN": ref})
     rows = build_rows(b.history(), [])
     assert [r.event for r in rows if r.component == "operator"] == ["CN bind success: pod/A"]
+
+
+def test_the_pause_faults_window_shows_from_the_freeze_markers():
+    b = HistoryBuilder()
+    b.at(10).action("pause_operator", "Operator", "operator", params={"seconds": 5.0})
+    b.at(10.1).marker(f"{OPERATOR_FROZEN}: 42 (SIGSTOP)")
+    b.at(15.2).marker(f"{OPERATOR_THAWED} after 5.1s")
+    rows = build_rows(b.history(), [])
+    assert _events(rows) == [
+        "pause operator for 5.0 s",
+        "operator: process stopped: 42 (SIGSTOP)",
+        "operator: process running again after 5.1s",
+    ]

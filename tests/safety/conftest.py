@@ -22,3 +22,15 @@ def private_cluster() -> Iterator[str]:
     name = private_cluster_name()
     yield name
     remove_private_cluster(name)
+
+
+@pytest.fixture
+def isolated_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """A private local cluster in a private state folder: the environment for a child run.
+    Its crash reaper sees only its own state (not the dead runs other tests plant in the
+    shared one); the cluster is removed afterwards."""
+    name = private_cluster_name()
+    state = tmp_path / "state"
+    yield {"MOCHAOS_CLUSTER_NAME": name, "MOCHAOS_STATE": str(state)}
+    monkeypatch.setenv("MOCHAOS_STATE", str(state))
+    remove_private_cluster(name)

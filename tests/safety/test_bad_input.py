@@ -276,3 +276,8 @@ def test_qualify_exits_3_on_bad_input_found_inside_the_runs(tmp_path):
     proc = qualify(tmp_path, "model:fixed", f"--mochaos-kubeconfig={missing}",
                    "--mochaos-allow-context=dead", "--mochaos-cluster=existing")  # fmt: skip
     assert proc.returncode == 3, proc.stdout + proc.stderr
+
+
+def test_a_negative_warm_namespace_count_is_a_usage_error(child):
+    run = suites(child, env=child_env(MOCHAOS_WARM_NAMESPACES="-1"))
+    refused_at_start(run, "--mochaos-warm-namespaces must be >= 0")

@@ -65,7 +65,8 @@ def mid_scenario(tmp_path: Path, kube) -> Iterator[Running]:
             lambda: (s := read_state(proc.pid)) and s.get("pids") and s.get("namespaces") and s,
             timeout=START_TIMEOUT, what="the child's state file listing operator and namespace",
         )  # fmt: skip
-        (pid, command), (namespace,) = next(iter(state["pids"].items())), state["namespaces"]
+        (pid, entry), (namespace,) = next(iter(state["pids"].items())), state["namespaces"]
+        command = entry["argv"]
         labels = client.CoreV1Api(kube).read_namespace(namespace).metadata.labels
         assert labels.get(RUN_ID_LABEL), labels
         custom = client.CustomObjectsApi(kube)
@@ -109,7 +110,9 @@ def test_kill_9_is_cleaned_up_by_the_next_session(mid_scenario: Running, kube, t
     # Nothing could clean up: the operator still runs, the state file says so.
     assert cmdline(run.operator_pid) == run.operator_cmdline
     left = read_state(run.proc.pid)
-    assert left["pids"] == {str(run.operator_pid): run.operator_cmdline}, left
+    assert {p: e["argv"] for p, e in left["pids"].items()} == {
+        str(run.operator_pid): run.operator_cmdline
+    }, left
     assert list(left["namespaces"]) == [run.namespace], left
 
     after = run_child(tmp_path / "next", str(CHILD / "probe_cluster.py"), "-s")

@@ -82,6 +82,28 @@ def test_a_pid_now_running_another_command_is_left_alone(state, sleeper):
     assert not path.exists()
 
 
+def test_a_process_a_wrapper_execd_is_reaped_by_its_start_time(state, tmp_path):
+    # The real manager runs under `unshare … sh -c 'exec "$@"'`: once started, its command
+    # line is the program's, not the one we started (red when the reaper compares them).
+    wrapped = [sys.executable, "-c", "import time; time.sleep(60)"]
+    command = ["sh", "-c", 'exec "$@"', "sh", *wrapped]
+    proc = subprocess.Popen(command)
+    try:
+        wait_until(lambda: cmdline(proc.pid) == wrapped, timeout=10, what="the exec")
+        runstate.register_pid(proc.pid, command)
+        owned = state / f"{os.getpid()}.json"
+        dead = owned.rename(state / f"{dead_pid()}.json")
+        data = json.loads(dead.read_text())
+        dead.write_text(json.dumps({**data, "owner": int(dead.stem)}))
+        lines = runstate.reap(lambda ns, kc, ctx: None)
+        assert proc.wait(timeout=10) == -9, "the wrapped process outlived its dead run"
+        assert any(f"stale process {proc.pid}" in line for line in lines), lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
 def test_a_live_runs_state_is_not_touched(state, sleeper):
     me = os.getpid()
     path = write_state(state, owner=me, owner_cmdline=cmdline(me),
@@ -100,7 +122,7 @@ def test_state_follows_register_and_unregister(state):
     runstate.register_namespace("mc-a", Path("/kc"))
     data = json.loads((state / f"{me}.json").read_text())
     assert data["owner_cmdline"] == cmdline(me)
-    assert data["pids"] == {"12345": ["x"]}
+    assert data["pids"] == {"12345": {"argv": ["x"], "started": None}}  # no such process
     assert data["namespaces"] == {"mc-a": {"kubeconfig": "/kc", "context": None}}
     runstate.unregister_pid(12345)
     runstate.unregister_namespace("mc-a")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kubernetes import client
+
 from mochaos.config import CheckOptions
 from mochaos.observe.recorder import Recorder
 from mochaos.scenario.actions import Actions
 from mochaos.scenario.triggers import Triggers
 from mochaos.scenario.workload import Workload
-from mochaos.types import Waits
+from mochaos.types import SESSIONS_ANNOTATION, Waits
 
 
 class EnvironmentWithSessions:
@@ -44,7 +46,7 @@ def test_sessions_go_to_the_environment_and_are_recorded_local(kube, namespace, 
     assert (record.action, record.kind, record.name, record.params, record.component) == (
         "set_sessions", "Pod", "pool-cn-0", {"sessions": 1}, "agent",
     )  # fmt: skip
-    # No Kubernetes write was made: the operator derives the score from the CN itself.
+    # The sessions themselves are no Kubernetes write: the operator reads them from the CN.
     assert record.write_rv is None
 
 
@@ -52,3 +54,18 @@ def test_a_write_the_environment_made_is_the_records_proof_local(kube, namespace
     env = EnvironmentWithSessions(rv=4242)
     record = _workload(kube, namespace, mochaos.run_id, env).set_sessions("pool-cn-0", 2)
     assert record.write_rv == 4242
+
+
+def test_the_pod_is_annotated_so_the_store_rereads_its_sessions_local(kube, namespace, mochaos):
+    """A new non-stats annotation passes the operator's cnstore watch: the deletion cost
+    follows at once instead of at the next 30 s resync."""
+    core = client.CoreV1Api(kube)
+    body = {
+        "metadata": {"name": "cn-0", "labels": {"mochaos.io/run-id": mochaos.run_id}},
+        "spec": {"containers": [{"name": "main", "image": "none"}]},
+    }
+    core.create_namespaced_pod(namespace, body)
+    env = EnvironmentWithSessions(rv=None)
+    _workload(kube, namespace, mochaos.run_id, env).set_sessions("cn-0", 3)
+    pod = core.read_namespaced_pod("cn-0", namespace)
+    assert pod.metadata.annotations[SESSIONS_ANNOTATION] == "3"

@@ -96,3 +96,59 @@ def test_create_returns_the_id_and_images_are_looked_up_by_reference():
     docker, _ = cli({"docker image inspect": Result((), 1, "", "No such image: img:1")})
     assert docker.image_id("img:1") is None
     assert docker.logs_argv(CID) == ["docker", "logs", "--follow", CID]
+
+
+def test_image_labels_and_load() -> None:
+    inspect = "docker image inspect --format {{json .Config.Labels}} mo:1"
+    docker, runner = cli({inspect: '{"io.mochaos.recipe": "k1"}\n'})
+    assert docker.image_labels("mo:1") == {"io.mochaos.recipe": "k1"}
+    docker, _ = cli({inspect: "null\n"})
+    assert docker.image_labels("mo:1") == {}
+    docker, _ = cli({inspect: Result((), 1, "", "Error: No such image: mo:1")})
+    assert docker.image_labels("mo:1") is None
+    docker, runner = cli({})
+    docker.load(Path("/c/image.tar"))
+    assert runner.commands() == ["docker load --input /c/image.tar"]
+
+
+def test_a_containers_address_on_a_network_and_its_published_port() -> None:
+    networks = (
+        f"docker inspect --type container --format {{{{json .NetworkSettings.Networks}}}} {CID}"
+    )
+    docker, _ = cli(
+        {
+            networks: '{"kind": {"IPAddress": "172.18.0.9"}}',
+            f"docker port {CID} 9000/tcp": "127.0.0.1:49153\n",
+        }
+    )
+    assert docker.address(CID, "kind") == "172.18.0.9"
+    assert docker.address(CID, "other") == ""
+    assert docker.published(CID, 9000) == ("127.0.0.1", 49153)
+
+
+def test_a_network_is_made_again_with_the_subnet_the_engine_picked() -> None:
+    subnet = "docker network inspect --format {{(index .IPAM.Config 0).Subnet}} n1"
+    docker, runner = cli({subnet: "172.20.0.0/16\n"})
+    assert docker.network_create("n1", labels={"a": "b"}, bridge="mtr1") == "172.20.0.0/16"
+    assert runner.commands() == [
+        "docker network create --label=a=b --opt=com.docker.network.bridge.name=mtr1 n1",
+        subnet,
+        "docker network rm n1",
+        "docker network create --label=a=b --opt=com.docker.network.bridge.name=mtr1 "
+        "--subnet=172.20.0.0/16 n1",
+    ]
+
+
+def test_the_engines_own_reason_is_preferred_to_the_clis_last_line() -> None:
+    from mochaos.tooling.docker_cli import daemon_reason
+
+    refused = Result(
+        (),
+        1,
+        "",
+        "Error response from daemon: network kind not found\n"
+        "Error: failed to start containers: abc\n",
+    )
+    assert daemon_reason(refused) == "network kind not found"
+    assert daemon_reason(Result((), 1, "", "boom\n")) == "boom"
+    assert daemon_reason(Result((), 3)) == "exit 3"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from mochaos.errors import InfraError
@@ -34,3 +37,19 @@ def test_wait_for_treats_an_api_error_as_not_yet() -> None:
         return item
 
     assert wait_for(check, what="x", timeout=30, interval=0.01) == "up"
+
+
+def test_wait_for_gives_up_as_soon_as_it_is_cancelled() -> None:
+    cancel = threading.Event()
+    polls = []
+
+    def never() -> tuple[bool, str]:
+        polls.append(time.monotonic())
+        if len(polls) == 3:
+            cancel.set()
+        return False, "0/1"
+
+    t0 = time.monotonic()
+    with pytest.raises(InfraError, match="x: the wait was cancelled"):
+        wait_for(never, what="x", timeout=30, interval=0.01, cancel=cancel)
+    assert len(polls) == 3 and time.monotonic() - t0 < 5

@@ -10,6 +10,7 @@ agent's drain) go through the MatrixOne double's control interface.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from mochaos.doubles import matrixone as mo_double
@@ -75,13 +76,14 @@ class LocalMatrixOne:
         """The hosts file naming the namespaces' MatrixOne services (for the manager)."""
         return self._state / mo_files.HOSTS
 
-    def prepare(self) -> PoolSpec:
-        """Apply the LogSet and DNSet, wait until the operator reports both Ready."""
+    def prepare(self, cancel: threading.Event | None = None) -> PoolSpec:
+        """Apply the LogSet and DNSet, wait until the operator reports both Ready (InfraError
+        once ``cancel`` is set)."""
         with phase("topology: MatrixOne (LogSet, DNSet)"), api_client(
             self._cluster.kubeconfig, user_agent="mochaos/topology", context=self._cluster.context
         ) as api:  # fmt: skip
             return prepare_namespace(
                 api, namespace=self._namespace, mo_image=DEFAULT_MO_IMAGE,
                 mo_version=MO_VERSION, store=UNUSED_STORE, topology=Topology(),
-                timings=self.timings, interval=0.5,
+                timings=self.timings, interval=0.5, cancel=cancel,
             )  # fmt: skip

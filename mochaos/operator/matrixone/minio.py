@@ -1,11 +1,12 @@
-"""MinIO for MatrixOne's shared storage: a testcontainer on the kind network, or in-cluster.
+"""MinIO for MatrixOne's shared storage: a container on the kind network, or in-cluster.
 
 A LogSet needs an S3 endpoint its pods can reach, a bucket, and a Secret with
 ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` in its own namespace (the
 operator's e2e uses the same shape). ``DockerMinio`` runs MinIO next to the
-kind nodes (testcontainers' Ryuk removes it when the session ends, even after a
-crash); ``InClusterMinio`` deploys it as a pod, for --mochaos-minio=in-cluster and for
-existing clusters, where no Docker network is shared.
+kind nodes (registered for the reaper, which removes it after a crash);
+``InClusterMinio`` deploys it as a pod, for --mochaos-minio=in-cluster and for
+existing clusters, where no Docker network is shared. The image comes from
+:mod:`mochaos.images.minio` (upstream's, or built from MinIO's Go module).
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from typing import Any, Protocol
 
 from mochaos.cluster.kind import KIND_NETWORK
 from mochaos.errors import InfraError
+from mochaos.images import minio as minio_image
 from mochaos.operator.matrixone.waits import IMAGE_PULL, POD_START
+from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
+from mochaos.tooling.docker_cli import DockerCli, daemon_reason
 from mochaos.tooling.extras import import_extra
 from mochaos.tooling.progress import Progress, say
-from mochaos.tooling.waiting import wait_for
+from mochaos.tooling.waiting import Check, wait_for
 from mochaos.types import RUN_ID_LABEL
 
-MINIO_IMAGE = "minio/minio:RELEASE.2023-11-01T01-57-10Z"
+MINIO_IMAGE = minio_image.UPSTREAM_IMAGE
 """The release the operator's own e2e pins; its image ships the ``mc`` client we use."""
 
 BUCKET = "matrixone"
@@ -83,65 +87,114 @@ class MinioStore(Protocol):
         ...
 
 
-def _minio_container(**kwargs: Any) -> Any:
-    module = import_extra(
-        "testcontainers.community.minio", why="MinIO runs as a testcontainer next to kind's nodes"
-    )
-    return module.MinioContainer(**kwargs)
-
-
 class DockerMinio:
-    """MinIO as a testcontainer attached to kind's Docker network."""
+    """MinIO as a container attached to a Docker network (kind's by default).
+
+    The image is upstream's when the engine has it or can pull it, else MinIO built from
+    its Go module (:mod:`mochaos.images.minio`). The container is created by id and
+    registered for the reaper (a crashed run's MinIO is removed by the next run's), its S3
+    port published on the loopback so that the bucket can be made from here, and its
+    address on ``network`` is what the pods are given.
+    """
 
     def __init__(
         self,
         *,
         network: str = KIND_NETWORK,
-        image: str = MINIO_IMAGE,
-        container_factory: Callable[..., Any] = _minio_container,
+        docker: DockerCli | None = None,
+        image: str | None = None,
         progress: Progress = say,
+        bucket: Callable[[str, int], Check] | None = None,
     ) -> None:
         self.network = network
         self.image = image
         self.name = f"mochaos-minio-{uuid.uuid4().hex[:8]}"
-        self._factory = container_factory
+        self._docker = docker
         self.progress = progress
-        self._container: Any = None
+        self._bucket = bucket or bucket_check
+        self._cid: str | None = None
 
     def up(self) -> S3Store:
-        """Start the container on the network, create the bucket, return its in-network URL."""
-        self.progress(f"starting MinIO {self.image} on Docker network {self.network!r}")
-        # A missing [kind] extra is reported as such, before anything Docker is tried.
-        container = self._factory(image=self.image, access_key=ACCESS_KEY, secret_key=SECRET_KEY)
+        """Start the container on the network, make the bucket, return its in-network URL
+        (the container is removed again when any of it fails)."""
         try:
-            container.with_name(self.name).with_kwargs(network=self.network)
-            container.start()
-        except Exception as err:
+            return self._up()
+        except BaseException:
+            self.down()
+            raise
+
+    def _up(self) -> S3Store:
+        docker = self._docker = self._docker or DockerCli.find()
+        image = self.image or minio_image.ensure_image(docker, progress=self.progress)
+        self.progress(f"starting MinIO {image} on Docker network {self.network!r}")
+        cid = docker.create(
+            [
+                "--name",
+                self.name,
+                "--network",
+                self.network,
+                "--publish",
+                f"127.0.0.1::{PORT}",
+                "--env",
+                f"MINIO_ROOT_USER={ACCESS_KEY}",
+                "--env",
+                f"MINIO_ROOT_PASSWORD={SECRET_KEY}",
+                "--label",
+                "mochaos.io/role=minio",
+                image,
+                "server",
+                "/data",
+                "--address",
+                f":{PORT}",
+            ]
+        )
+        register_container(cid, docker.engine)
+        self._cid = cid
+        started = docker.start(cid)
+        if started.returncode != 0:
             raise InfraError(
-                f"MinIO container did not start: {str(err).splitlines()[0][:200]}",
+                f"MinIO container did not start: {daemon_reason(started)}",
                 hint=f"check that the Docker network {self.network!r} exists (`kind get clusters`)",
-            ) from err
-        self._container = container
-        client = container.get_client()
-        if not client.bucket_exists(BUCKET):
-            client.make_bucket(BUCKET)
-        wrapped = container.get_wrapped_container()
-        wrapped.reload()
-        networks = wrapped.attrs["NetworkSettings"]["Networks"]
-        address = (networks.get(self.network) or {}).get("IPAddress")
+            )
+        address = docker.address(cid, self.network)
         if not address:
             raise InfraError(
                 f"MinIO container is not on Docker network {self.network!r}",
                 hint="recreate the kind cluster; its nodes define that network",
             )
+        host, port = docker.published(cid, PORT)
+        wait_for(
+            self._bucket(host, port),
+            what=f"MinIO {self.name} and its bucket {BUCKET}",
+            timeout=READY_TIMEOUT,
+            interval=0.5,
+            hint=f"docker logs {cid[:12]} shows why",
+        )
         # Pods reach it through their node, which sits on the same network.
         return S3Store(f"http://{address}:{PORT}", BUCKET, ACCESS_KEY, SECRET_KEY, "docker")
 
     def down(self) -> None:
         """Remove the container (idempotent)."""
-        if self._container is not None:
-            self._container.stop()
-            self._container = None
+        if self._cid is not None and self._docker is not None:
+            self._docker.remove(self._cid)
+            unregister_container(self._cid)
+            self._cid = None
+
+
+def bucket_check(host: str, port: int) -> Check:
+    """The poll that makes the bucket once MinIO at ``host:port`` answers S3 (the client
+    module is imported first: a missing one is one line at once, not a long wait)."""
+    minio = import_extra("minio", why="making MinIO's bucket for MatrixOne")
+    client = minio.Minio(
+        f"{host}:{port}", access_key=ACCESS_KEY, secret_key=SECRET_KEY, secure=False
+    )
+
+    def check() -> tuple[bool, str]:
+        if not client.bucket_exists(BUCKET):
+            client.make_bucket(BUCKET)
+        return True, f"bucket {BUCKET} exists"
+
+    return check
 
 
 class InClusterMinio:

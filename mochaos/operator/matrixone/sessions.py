@@ -19,8 +19,11 @@ pool template therefore turns ``proxy-enabled`` on (manifests/matrixone/cnpool.y
 every session we open starts with that preamble, as the proxy's would; no
 proxy runs, so nothing migrates the sessions away and a drain stays open
 until we release them (or the operator's drain timeout passes). Written from
-the MatrixOne revision the operator pins (fa8af5c4dad4); not yet run against
-a real CN.
+the MatrixOne revision the operator pins (fa8af5c4dad4) and run against a real
+1.2.3 CN started by the operator's own start script (``mochaos.images.trial``):
+``show processlist`` lists the held sessions with ``client_host`` = our
+``CLIENT_ADDR`` and ``proxy_host`` set, i.e. ``FromProxy``; without the preamble
+the same sessions are listed with the peer's address and no proxy host.
 
 Transport: a port-forward through the apiserver to the pod's SQL port (6001),
 one per session. It needs no route from the host to pod IPs and no helper
@@ -224,6 +227,18 @@ class SqlSessions:
         for sessions in held.values():
             for session in sessions:
                 session.close()
+
+    def query(self, pod: str, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one statement in a session of its own on ``pod`` (opened the same way as the
+        held ones, then closed): its column names and rows."""
+        session = self._open(pod)
+        try:
+            with session.connection.cursor() as cursor:
+                cursor.execute(sql)
+                columns = [d[0] for d in cursor.description or ()]
+                return columns, list(cursor.fetchall())
+        finally:
+            session.close()
 
     def _open(self, pod: str) -> _Session:
         connection = self._pymysql.connections.Connection(

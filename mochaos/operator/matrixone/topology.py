@@ -8,9 +8,11 @@ rendered from cnpool.yaml, and the waits a real pool needs).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
+from mochaos.images.matrixone import DEFAULT_VERSION, image_ref
 from mochaos.operator.matrixone.minio import SECRET_NAME, S3Store, minio_secret
 from mochaos.operator.matrixone.waits import Timings
 from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
@@ -19,16 +21,22 @@ from mochaos.tooling.waiting import wait_for
 from mochaos.types import GROUP, RUN_ID_LABEL, VERSION, PoolSpec
 
 TOPOLOGY_DIR = MANIFESTS / "matrixone"
-DEFAULT_MO_IMAGE = "matrixorigin/matrixone:1.2.3"
+DEFAULT_MO_IMAGE = image_ref(DEFAULT_VERSION)
 """The MatrixOne version the operator's own CI runs its e2e with."""
 
 
 @dataclass(frozen=True, slots=True)
 class Topology:
-    """Sizes of the MatrixOne objects each test namespace gets (small runner defaults)."""
+    """Sizes of the MatrixOne objects each test namespace gets, for a 2-core runner.
+
+    One log replica (the operator's e2e runs three: HAKeeper's availability is not what
+    the claim races exercise, and two more replicas cost ~430 MiB and their Raft traffic);
+    one TN; the CN pool's pods are the scenario's (``maxIdle`` per pool, capped by
+    ``max_pods``). Measured per process in docs/matrixone-image.md.
+    """
 
     pool: str = "pool"
-    log_replicas: int = 3
+    log_replicas: int = 1
     max_idle: int = 2
     max_pods: int = 6
     volume_size: str = "100Mi"
@@ -133,8 +141,10 @@ def prepare_namespace(
     timings: Timings,
     progress: Progress = say,
     interval: float = 2.0,
+    cancel: threading.Event | None = None,
 ) -> PoolSpec:
-    """Apply the MinIO Secret, LogSet and DNSet to ``namespace`` and wait until both are Ready.
+    """Apply the MinIO Secret, LogSet and DNSet to ``namespace`` and wait until both are Ready
+    (or ``cancel`` is set: InfraError).
 
     The scenario creates its own CNPool; the returned spec carries what it
     must use from cnpool.yaml.
@@ -156,5 +166,6 @@ def prepare_namespace(
         timeout=timings.base_ready,
         interval=interval,
         hint=f"`kubectl -n {namespace} get logset,dnset,pods` shows which part is stuck",
+        cancel=cancel,
     )
     return pool_spec(pool)

@@ -3,8 +3,10 @@
 Built from the operator's own intervals (matrixone-operator 2301e3b) and the
 start-up of MatrixOne pods (image pull, process start, registration with the
 log service), summed per step and given a margin. The intervals are the
-operator's constants; the start-up figures are estimates, not measurements
-(no kind cluster has run on our build machines).
+operator's constants; the start-up figures are estimates, above what the Docker
+trial of the operator's pods measured (docs/matrixone-image.md: SQL on a CN ~40 s
+after a namespace's pods started, on a loaded 2-core machine), since on kind
+scheduling, volumes and the operator's own ordering of the sets come on top.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""MinIO for the LogSet: the Secret, the testcontainer on the kind network, the in-cluster pod."""
+"""MinIO for the LogSet: the Secret, the container on the kind network, the in-cluster pod."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +20,25 @@ from mochaos.operator.matrixone.minio import (
     S3Store,
     minio_secret,
 )
+from mochaos.paths import state_dir
+from mochaos.tooling.docker_cli import DockerCli
+from mochaos.tooling.runner import RecordingRunner, Result
 from mochaos.types import RUN_ID_LABEL
 
 STORE = S3Store("http://172.18.0.9:9000", BUCKET, ACCESS_KEY, SECRET_KEY, "docker")
+
+
+@pytest.fixture()
+def mochaos_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A state folder of the test's own: what it registers for the reaper stays there."""
+    monkeypatch.setenv("MOCHAOS_STATE", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def registered_containers() -> set[str]:
+    """The containers this process has registered for the reaper."""
+    path = state_dir() / "runs" / f"{os.getpid()}.json"
+    return set(json.loads(path.read_text())["containers"]) if path.exists() else set()
 
 
 def test_secret_has_the_keys_the_logset_reads() -> None:
@@ -42,133 +60,94 @@ def test_each_namespace_gets_its_own_prefix_in_the_bucket() -> None:
     assert STORE.path("e2e-1") != STORE.path("e2e-2")
 
 
-class FakeBucketClient:
-    def __init__(self, existing: set[str]) -> None:
-        self.buckets = existing
-
-    def bucket_exists(self, name: str) -> bool:
-        return name in self.buckets
-
-    def make_bucket(self, name: str) -> None:
-        self.buckets.add(name)
+CID = "d0c0" * 16
+INSPECT_NETWORKS = (
+    f"docker inspect --type container --format {{{{json .NetworkSettings.Networks}}}} {CID}"
+)
 
 
-class FakeWrapped:
-    def __init__(self, networks: dict[str, Any]) -> None:
-        self.attrs = {"NetworkSettings": {"Networks": networks}}
+def _minio(
+    script: dict,
+    *,
+    buckets: list | None = None,
+    image: str = "minio/minio:x",
+    bucket_error: Exception | None = None,
+) -> tuple[DockerMinio, RecordingRunner]:
+    runner = RecordingRunner(
+        {"docker create": CID + "\n", f"docker port {CID} 9000/tcp": "127.0.0.1:49153\n", **script}
+    )
+    made = [] if buckets is None else buckets
 
-    def reload(self) -> None:
-        pass
+    def bucket(host: str, port: int):
+        if bucket_error is not None:
+            raise bucket_error
+        made.append((host, port))
+        return lambda: (True, "made")
 
-
-class FakeMinioContainer:
-    """Records the testcontainers calls DockerMinio makes."""
-
-    def __init__(
-        self, *, networks: dict[str, Any], fail: Exception | None = None, **kwargs
-    ) -> None:
-        self.kwargs = kwargs
-        self.name: str | None = None
-        self.run_kwargs: dict[str, Any] = {}
-        self.started = self.stopped = False
-        self.client = FakeBucketClient(set())
-        self._networks = networks
-        self._fail = fail
-
-    def with_name(self, name: str) -> FakeMinioContainer:
-        self.name = name
-        return self
-
-    def with_kwargs(self, **kwargs: Any) -> FakeMinioContainer:
-        self.run_kwargs.update(kwargs)
-        return self
-
-    def start(self) -> FakeMinioContainer:
-        if self._fail:
-            raise self._fail
-        self.started = True
-        return self
-
-    def get_client(self) -> FakeBucketClient:
-        return self.client
-
-    def get_wrapped_container(self) -> FakeWrapped:
-        return FakeWrapped(self._networks)
-
-    def stop(self) -> None:
-        self.stopped = True
-
-
-def factory(made: list[FakeMinioContainer], **behaviour: Any):
-    def make(**kwargs: Any) -> FakeMinioContainer:
-        container = FakeMinioContainer(**behaviour, **kwargs)
-        made.append(container)
-        return container
-
-    return make
-
-
-def test_docker_minio_joins_the_kind_network_and_makes_the_bucket() -> None:
-    made: list[FakeMinioContainer] = []
     minio = DockerMinio(
-        container_factory=factory(made, networks={"kind": {"IPAddress": "172.18.0.9"}}),
+        docker=DockerCli(path="docker", runner=runner),
+        image=image,
         progress=lambda line: None,
+        bucket=bucket,
+    )
+    return minio, runner
+
+
+def test_docker_minio_joins_the_kind_network_and_makes_the_bucket(mochaos_state) -> None:
+    buckets: list = []
+    minio, runner = _minio(
+        {INSPECT_NETWORKS: '{"kind": {"IPAddress": "172.18.0.9"}}'}, buckets=buckets
     )
     store = minio.up()
-    (container,) = made
-    assert container.kwargs == {
-        "image": MINIO_IMAGE,
-        "access_key": ACCESS_KEY,
-        "secret_key": SECRET_KEY,
-    }
-    assert container.run_kwargs == {"network": "kind"}
-    assert container.name is not None and container.name.startswith("mochaos-minio-")
-    assert container.client.buckets == {BUCKET}
     assert store == STORE
+    create = runner.commands()[0]
+    assert create.startswith(f"docker create --name {minio.name} --network kind ")
+    assert "--publish 127.0.0.1::9000" in create
+    assert f"--env MINIO_ROOT_USER={ACCESS_KEY} --env MINIO_ROOT_PASSWORD={SECRET_KEY}" in create
+    assert create.endswith("minio/minio:x server /data --address :9000")
+    assert buckets == [("127.0.0.1", 49153)]
+    assert registered_containers() == {CID}
     minio.down()
-    assert container.stopped
+    assert runner.commands()[-1] == f"docker rm --force {CID}"
+    assert registered_containers() == set()
     minio.down()
+    assert runner.commands()[-1] == f"docker rm --force {CID}"
 
 
-def test_docker_minio_that_cannot_start_is_an_infra_error() -> None:
-    made: list[FakeMinioContainer] = []
-    minio = DockerMinio(
-        container_factory=factory(
-            made, networks={}, fail=RuntimeError("network kind not found\nx")
-        ),
-        progress=lambda line: None,
-    )
+def test_docker_minio_that_cannot_start_is_an_infra_error_and_leaves_nothing(mochaos_state):
+    refused = Result((), 1, "", "Error response from daemon: network kind not found\nError: x")
+    minio, runner = _minio({"docker start": refused})
     with pytest.raises(InfraError) as info:
         minio.up()
     assert str(info.value) == (
         "MinIO container did not start: network kind not found: "
         "check that the Docker network 'kind' exists (`kind get clusters`)"
     )
+    assert runner.commands()[-1] == f"docker rm --force {CID}"
+    assert registered_containers() == set()
 
 
-def test_a_missing_testcontainers_module_is_reported_as_the_extra_to_install() -> None:
+def test_a_missing_minio_client_is_reported_as_the_extra_to_install(mochaos_state) -> None:
     from mochaos.tooling.extras import import_extra
 
-    def without_module(**kwargs: Any) -> Any:
-        import_extra("testcontainers.community.not_minio", why="MinIO runs as a testcontainer")
-
+    try:
+        import_extra("not_minio", why="making MinIO's bucket")
+    except InfraError as err:
+        missing = err
+    minio, _ = _minio(
+        {INSPECT_NETWORKS: '{"kind": {"IPAddress": "172.18.0.9"}}'}, bucket_error=missing
+    )
     with pytest.raises(InfraError) as info:
-        DockerMinio(container_factory=without_module, progress=lambda line: None).up()
-    assert str(info.value).startswith(
-        "Python module testcontainers.community.not_minio is not installed"
-    )
-    assert str(info.value).endswith("install mo-chaos[kind], e.g. `pip install -e '.[kind]'`")
-    assert "network" not in str(info.value)
+        minio.up()
+    assert str(info.value).startswith("Python module not_minio is not installed")
+    assert registered_containers() == set()
 
 
-def test_docker_minio_off_the_network_is_an_infra_error() -> None:
-    made: list[FakeMinioContainer] = []
-    minio = DockerMinio(
-        container_factory=factory(made, networks={"bridge": {"IPAddress": "172.17.0.2"}}),
-        progress=lambda line: None,
-    )
+def test_docker_minio_off_the_network_is_an_infra_error(mochaos_state) -> None:
+    minio, runner = _minio({INSPECT_NETWORKS: '{"bridge": {"IPAddress": "172.17.0.2"}}'})
     with pytest.raises(InfraError, match="MinIO container is not on Docker network 'kind'"):
         minio.up()
+    assert runner.commands()[-1] == f"docker rm --force {CID}"
 
 
 def test_in_cluster_minio_manifests() -> None:

@@ -1,0 +1,126 @@
+"""Benchmark (issue 24): the README's main job on a fresh machine that downloads no binaries.
+
+Runs ``pytest suites/ -k scalein_during_migration`` as the README writes it, in a child with
+an empty ``MOCHAOS_CACHE``, an empty ``GOCACHE`` (Go's build cache), its own
+``MOCHAOS_STATE`` (so a cluster of its own is started, then removed) and
+``MOCHAOS_BINARIES=build``; Go's module cache stays warm unless ``--cold-modules`` (then the
+modules are fetched from the module proxy too). Prints what it built and how long each
+component took, the cluster's start, the job and the whole; with ``--lanes 1,2`` once per
+``MOCHAOS_BUILD_LANES`` value, for their ratio. Everything is in ``--tmp-dir`` and removed.
+Needs ~6 GB free there (``--cold-modules``: ~10 GB). Takes 10-20 minutes per run on 2 cores.
+Run: ``python bench/fresh_machine.py --help``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import figures
+
+from mochaos.errors import InfraError
+
+ROOT = Path(__file__).resolve().parents[1]
+DONE = re.compile(
+    r"mo-chaos[^:]*: (?P<name>[\w-]+) (?P<version>v\S+) done in (?:(?P<m>\d+)m)?(?P<s>\d+)s"
+)
+BUILDING = re.compile(r"mo-chaos[^:]*: building (?P<what>.+?) with go")
+"""Progress lines as the terminal shows them (``mo-chaos [gw0]: …`` from an xdist worker)."""
+READY = re.compile(r"cluster \S+ ready in (?P<s>[\d.]+)s")
+
+
+def seconds_of(match: re.Match[str]) -> float:
+    """A ``done in 1m05s`` match in seconds."""
+    return int(match["m"] or 0) * 60 + int(match["s"])
+
+
+def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[str, Any]:
+    """One fresh-machine run of the main job with ``lanes`` build lanes; its figures."""
+    root = Path(tempfile.mkdtemp(prefix="mochaos-fresh-", dir=tmp_dir))
+    env = dict(os.environ)
+    env |= {
+        "MOCHAOS_CACHE": str(root / "cache"),
+        "MOCHAOS_STATE": str(root / "state"),
+        "GOCACHE": str(root / "gocache"),
+        "MOCHAOS_BINARIES": "build",
+        "MOCHAOS_BUILD_LANES": str(lanes),
+    }
+    if cold_modules:
+        env["GOMODCACHE"] = str(root / "gomodcache")
+    cmd = [sys.executable, "-m", "pytest", "suites/", "-k", "scalein_during_migration",
+           "-p", "no:cacheprovider", "--mochaos-reports-dir", str(root / "reports")]  # fmt: skip
+    print(f"bench: lanes {lanes}: $ {' '.join(cmd[2:])} (in {root})", file=sys.stderr, flush=True)
+    t0 = time.monotonic()
+    built: dict[str, float] = {}
+    what, cluster_ready, job_start = "", None, None
+    try:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        assert proc.stdout is not None
+        with (root.parent / f"{root.name}.log").open("w") as log:
+            for line in proc.stdout:
+                log.write(line)
+                if m := BUILDING.search(line):
+                    what = m["what"]
+                elif m := DONE.search(line):
+                    built[m["name"]] = seconds_of(m)
+                elif m := READY.search(line):
+                    cluster_ready = time.monotonic() - t0
+                    job_start = time.monotonic()
+        rc = proc.wait()
+        total = time.monotonic() - t0
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "mochaos", "cluster", "down"], cwd=ROOT, env=env,
+            capture_output=True, check=False,
+        )  # fmt: skip
+        shutil.rmtree(root, ignore_errors=True)
+    if not built:
+        raise InfraError(f"the fresh run built nothing (exit {rc})", hint=f"see {root}.log")
+    return {
+        "lanes": lanes, "built": what, "components": built, "exit": rc, "total": total,
+        "build": None if cluster_ready is None else cluster_ready,
+        "job": None if job_start is None else time.monotonic() - job_start,
+        "cold_modules": cold_modules,
+    }  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run once per lane count; print the figures and the ratio."""
+    p = figures.Parser(prog="python bench/fresh_machine.py", description=__doc__)
+    p.add_argument("--lanes", default="2", help="comma-separated MOCHAOS_BUILD_LANES values")
+    p.add_argument("--cold-modules", action="store_true", help="an empty GOMODCACHE as well")
+    p.add_argument("--tmp-dir", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=figures.DEFAULT_OUT)
+    args = p.parse_args(argv)
+    runs = [
+        fresh_run(lanes=int(n), tmp_dir=args.tmp_dir, cold_modules=args.cold_modules)
+        for n in args.lanes.split(",")
+    ]
+    rows = []
+    for r in runs:
+        parts = ", ".join(f"{k} {v:.0f}s" for k, v in r["components"].items())
+        times = [figures.fmt(r[k], "s", 0) for k in ("build", "job", "total")]
+        rows.append([str(r["lanes"]), *times, parts, str(r["exit"])])
+    print(figures.table(["lanes", "to cluster ready", "job", "total", "built", "exit"], rows))
+    print(f"built: {runs[0]['built']}")
+    if len(runs) > 1:
+        print(f"total ratio lanes {runs[0]['lanes']} / lanes {runs[-1]['lanes']}: "
+              f"{figures.fmt(figures.ratio(runs[0]['total'], runs[-1]['total']))}")  # fmt: skip
+    path = figures.write_figures(
+        "fresh-machine", {"machine": figures.machine(), "runs": runs}, out=args.out
+    )
+    print(f"figures: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    figures.run(main)

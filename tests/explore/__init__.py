@@ -1,0 +1,1 @@
+"""Tests of mochaos.explore: points, faults, the exploration record and its runner."""

@@ -1,0 +1,81 @@
+"""The probes that mark a dependency's outages and the operator's freezes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from mochaos.observe.periods import stopped, watch_dependency, watch_freezes
+from mochaos.types import (
+    DEPENDENCY_AVAILABLE,
+    DEPENDENCY_UNAVAILABLE,
+    OPERATOR_FROZEN,
+    OPERATOR_THAWED,
+)
+
+from polling import wait_until
+
+
+def _watching(target, *args):
+    marks: list[tuple[str, float]] = []
+    stop = threading.Event()
+
+    def mark(label: str, t: float) -> None:
+        marks.append((label, t))
+
+    thread = threading.Thread(target=target, args=(*args, mark, stop), daemon=True)
+    thread.start()
+    return marks, stop, thread
+
+
+def test_a_dependency_down_then_back_is_one_pair_of_markers():
+    why: list[str | None] = [None]
+    marks, stop, thread = _watching(watch_dependency, "matrixone", lambda: why[0])
+    try:
+        why[0] = "not running"
+        wait_until(lambda: marks, what="the outage marked", timeout=10)
+        why[0] = None
+        wait_until(lambda: len(marks) == 2, what="the recovery marked", timeout=10)
+    finally:
+        stop.set()
+        thread.join()
+    (down, t0), (up, t1) = marks
+    assert down == f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"
+    assert up.startswith(f"{DEPENDENCY_AVAILABLE}: matrixone after ") and t1 >= t0
+
+
+def test_a_check_that_raises_counts_as_down():
+    def broken() -> str | None:
+        raise OSError("connection refused")
+
+    marks, stop, thread = _watching(watch_dependency, "kruise", broken)
+    try:
+        wait_until(lambda: marks, what="the outage marked", timeout=10)
+    finally:
+        stop.set()
+        thread.join()
+    assert marks[0][0] == f"{DEPENDENCY_UNAVAILABLE}: kruise (OSError: connection refused)"
+
+
+def test_a_stopped_process_is_a_freeze_with_its_window():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        check = stopped(lambda: proc.pid)
+        assert check() is None
+        marks, stop, thread = _watching(watch_freezes, lambda: proc.pid)
+        os.kill(proc.pid, signal.SIGSTOP)
+        wait_until(lambda: marks, what="the freeze marked", timeout=10)
+        assert check() == str(proc.pid)
+        os.kill(proc.pid, signal.SIGCONT)
+        wait_until(lambda: len(marks) == 2, what="the thaw marked", timeout=10)
+        stop.set()
+        thread.join()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert marks[0][0] == f"{OPERATOR_FROZEN}: {proc.pid} (SIGSTOP)"
+    assert marks[1][0].startswith(f"{OPERATOR_THAWED} after ")
+    assert stopped(lambda: None)() is None  # no process (killed, a container): no freeze

@@ -1,0 +1,86 @@
+"""Someone outside the framework freezing the operator: a separate process that, for each
+new process whose command line contains ``--match``, sends SIGSTOP at a random moment
+``--after`` seconds (a range) after it appeared and SIGCONT ``--seconds`` later.
+
+``python freezer.py --match <text> --seconds N --after A B --out freezes.jsonl [--seed S]``
+runs until killed (SIGTERM resumes a process it holds stopped, then exits). Each freeze is
+one JSON line: pid, when it was stopped and resumed (epoch seconds). It only ever signals
+processes whose command line contains ``--match`` and which it saw start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+
+POLL = 0.1
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--match", required=True)
+    p.add_argument("--seconds", type=float, required=True)
+    p.add_argument("--after", type=float, nargs=2, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seed", type=int, default=None)
+    args = p.parse_args(argv)
+    rng = random.Random(args.seed)
+    me = os.getpid()
+    seen = {int(d) for d in os.listdir("/proc") if d.isdigit()}  # only processes born later
+    due: dict[int, float] = {}
+    held: dict[int, float] = {}
+    stop = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    while not stop:
+        now = time.time()
+        for d in os.listdir("/proc"):
+            if d.isdigit() and int(d) not in seen:
+                pid = int(d)
+                seen.add(pid)
+                if pid != me and args.match in _cmdline(pid):
+                    due[pid] = now + rng.uniform(*args.after)
+        for pid, at in list(due.items()):
+            if now >= at:
+                del due[pid]
+                if args.match in _cmdline(pid):
+                    os.kill(pid, signal.SIGSTOP)
+                    held[pid] = time.time()
+        for pid, since in list(held.items()):
+            if now >= since + args.seconds:
+                _resume(pid, since, args.out)
+                del held[pid]
+        time.sleep(POLL)
+    for pid, since in held.items():
+        _resume(pid, since, args.out)
+    return 0
+
+
+def _resume(pid: int, since: float, out: Path) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        return
+    with out.open("a") as fh:
+        fh.write(json.dumps({"pid": pid, "stopped": since, "resumed": time.time()}) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,39 @@
+"""The doubles the operator depends on, stopped mid-scenario through the local cluster's
+own stop/start API: each outage is in the history, and the violations the operator makes
+meanwhile (the seed's, on ``model:upstream``) are an infrastructure error naming them —
+never "invariant violated"."""
+
+from __future__ import annotations
+
+import json
+
+from mochaos.types import DEPENDENCY_AVAILABLE, DEPENDENCY_UNAVAILABLE, History
+
+from .helpers import CHILD, child_env, needs_binaries
+
+SCENARIO = "test_dependencies_down_mid_scenario"
+
+
+@needs_binaries
+def test_doubles_down_mid_scenario_are_an_infrastructure_error_naming_them(child, private_cluster):
+    env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster)
+    run = child(str(CHILD / "dependency_outage.py"), "--operator", "model:upstream", env=env)
+    case = run.case(SCENARIO)
+    # An error raised in the test's call is a JUnit <failure> (pytest's rule); its message
+    # says what it is, and the run's summary counts it as an error.
+    assert case.message.startswith("mo-chaos infrastructure error in phase 'verdict': "), (
+        case.message, run.output[-3000:])  # fmt: skip
+    assert "a dependency of the operator was unavailable" in case.message
+    assert "matrixone for" in case.message and "kruise for" in case.message, case.message
+
+    (test,) = json.loads((run.run_dir() / "summary.json").read_text())["tests"]
+    assert test["outcome"] == "error"
+    assert any(v["status"] == "fail" for v in test["verdicts"]), "the seed's violations stay"
+    (folder,) = (p for p in run.run_dir().iterdir() if p.name.endswith(f".{SCENARIO}"))
+    history = History.from_jsonl(folder / "history.jsonl")
+    labels = [m.label for m in history.markers()]
+    for name in ("matrixone", "kruise"):
+        assert f"{DEPENDENCY_UNAVAILABLE}: {name} (not running)" in labels, labels
+        assert any(lb.startswith(f"{DEPENDENCY_AVAILABLE}: {name} after ") for lb in labels)
+        stopped = labels.index(f"{name} stopped")
+        assert labels.index(f"{DEPENDENCY_UNAVAILABLE}: {name} (not running)") > stopped

@@ -1,0 +1,114 @@
+"""Violations seen while a dependency of the operator was down are an infrastructure error
+naming it; seen while someone other than the framework had the operator's process stopped,
+inconclusive; with the framework's own pause fault, the verdict stands."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from invariants.builders import HistoryBuilder, ticks
+
+from mochaos.errors import Inconclusive, InfraError
+from mochaos.scenario.checker import Checker, RunInfo, not_the_operators
+from mochaos.scenario.triggers import Triggers
+from mochaos.types import (
+    DEPENDENCY_AVAILABLE,
+    DEPENDENCY_UNAVAILABLE,
+    OPERATOR_FROZEN,
+    OPERATOR_THAWED,
+    CheckOptions,
+    History,
+    State,
+)
+
+OPTIONS = CheckOptions(converge_timeout=60)
+
+
+def never_converges(b: HistoryBuilder) -> HistoryBuilder:
+    """S1 asks for 2 replicas and never gets them (replicas-converge fails)."""
+    b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)
+    ticks(b, 1, 200, every=5)
+    return b
+
+
+def build(b: HistoryBuilder) -> History:
+    return History(sorted(b.entries, key=lambda e: e.t))
+
+
+class FakeRecorder:
+    """What the checker reads of a recorder, over a finished history."""
+
+    def __init__(self, history: History) -> None:
+        self._entries = list(history)
+
+    def journal(self, cursor: int):
+        return self._entries[cursor:], len(self._entries)
+
+    def history(self) -> History:
+        return History(self._entries)
+
+
+def outcome(history: History) -> tuple[str, str]:
+    checker = Checker(FakeRecorder(history), RunInfo(run_id="r", seed=1, options=OPTIONS),
+                      namespace="ns", operator_user_agent="op")  # fmt: skip
+    result = checker.verdict(nodeid="t", missed=[])
+    return result.outcome, result.message.splitlines()[0]
+
+
+def test_without_excuse_the_violation_is_the_operators():
+    assert outcome(build(never_converges(HistoryBuilder())))[0] == "failed"
+    assert not_the_operators(build(never_converges(HistoryBuilder()))) is None
+
+
+def test_a_dependency_down_makes_it_an_infrastructure_error_naming_it():
+    b = never_converges(HistoryBuilder())
+    b.at(150).marker(f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)")
+    b.at(170).marker(f"{DEPENDENCY_AVAILABLE}: matrixone after 20.0s")
+    got, first = outcome(build(b))
+    assert got == "error"
+    assert first.startswith("INFRASTRUCTURE: a dependency of the operator was unavailable "
+                            "during the scenario: matrixone for 20.0s (not running)")  # fmt: skip
+
+
+def test_an_outside_freeze_makes_it_inconclusive():
+    b = never_converges(HistoryBuilder())
+    b.at(100).marker(f"{OPERATOR_FROZEN}: 4242 (SIGSTOP)")
+    b.at(108).marker(f"{OPERATOR_THAWED} after 8.0s")
+    got, first = outcome(build(b))
+    assert got == "inconclusive" and "pid 4242 for 8.0s" in first, first
+
+
+def test_the_frameworks_own_pause_leaves_the_verdict_standing():
+    b = never_converges(HistoryBuilder())
+    b.at(100).action("pause_operator", kind="Operator", name="operator", params={"seconds": 8})
+    b.at(100.2).marker(f"{OPERATOR_FROZEN}: 4242 (SIGSTOP)")
+    b.at(108.1).marker(f"{OPERATOR_THAWED} after 7.9s")
+    assert outcome(build(b))[0] == "failed"
+
+
+class TimedOut(FakeRecorder):
+    """A recorder whose waits time out (nothing the scenario waits for happens)."""
+
+    def wait_for(self, predicate, *, timeout):
+        return None
+
+    def check_healthy(self) -> None:
+        pass
+
+    def snapshot(self) -> State:
+        return State()
+
+
+def test_a_wait_that_timed_out_while_a_dependency_was_down_names_it():
+    now = time.time()
+    b = HistoryBuilder()
+    b.at(now - 1).marker(f"{DEPENDENCY_UNAVAILABLE}: kruise (not running)")
+    with pytest.raises(
+        InfraError,
+        match=r"while a dependency of the operator was unavailable: "
+        r"kruise for \d+s and not back \(not running\)",
+    ):
+        Triggers(TimedOut(b.build())).wait(lambda s: False, timeout=0.1, what="two pods")
+    with pytest.raises(Inconclusive, match="not ready after 0s: two pods"):
+        Triggers(TimedOut(History())).wait(lambda s: False, timeout=0.1, what="two pods")
