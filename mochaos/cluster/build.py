@@ -47,7 +47,7 @@ KWOK_VERSION = "v0.8.0"
 K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 BUILD_LANES = 1
 """Components built at once by default. With 2, kubernetes (most of a cold build) gets a
-lane of its own and etcd, kwok and the MatrixOne double are built one after the other
+lane of its own and etcd, kwok and kwok's stages are built one after the other
 beside it, in the cores the kubernetes build leaves idle (module resolution, its last
 packages, the links); not the default until bench/fresh_machine.py --lanes 1,2 shows it
 pays on 2 cores (not measured yet: docs/speed.md)."""

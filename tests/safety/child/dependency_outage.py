@@ -44,8 +44,10 @@ def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
     seed = build_seed(sc)
     provider = LocalProvider(name=cluster.name)
     for name in DOUBLES:
+        # kruise-manager closes its health endpoint as soon as it is told to stop, before
+        # it exits: its outage starts here.
+        sc.recorder.mark(f"{name} stopping")
         saved = provider.stop_component(name)
-        sc.recorder.mark(f"{name} stopped")
         try:
             time.sleep(OUTAGE)  # the outage under test, not a wait for a state
         finally:
