@@ -5,7 +5,8 @@ an empty ``MOCHAOS_CACHE``, an empty ``GOCACHE`` (Go's build cache), its own
 ``MOCHAOS_STATE`` (so a cluster of its own is started, then removed) and
 ``MOCHAOS_BINARIES=build``; Go's module cache stays warm unless ``--cold-modules`` (then the
 modules are fetched from the module proxy too). Prints what it built and how long each
-component took, the cluster's start, the job and the whole; with ``--lanes 1,2`` once per
+component took, the cluster's start, the job, the whole and the machine's load average
+while it ran (a shared machine's other work slows a build); with ``--lanes 1,2`` once per
 ``MOCHAOS_BUILD_LANES`` value, for their ratio. Everything is in ``--tmp-dir`` and removed.
 Needs ~6 GB free there (``--cold-modules``: ~10 GB). Takes 10-20 minutes per run on 2 cores.
 Run: ``python bench/fresh_machine.py --help``.
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,11 +37,35 @@ DONE = re.compile(
 BUILDING = re.compile(r"mo-chaos[^:]*: building (?P<what>.+?) with go")
 """Progress lines as the terminal shows them (``mo-chaos [gw0]: …`` from an xdist worker)."""
 READY = re.compile(r"cluster \S+ ready in (?P<s>[\d.]+)s")
+LOAD_EVERY = 15.0
+"""Seconds between two samples of the load average."""
 
 
 def seconds_of(match: re.Match[str]) -> float:
     """A ``done in 1m05s`` match in seconds."""
     return int(match["m"] or 0) * 60 + int(match["s"])
+
+
+class LoadSampler:
+    """The machine's 1-minute load average, sampled every :data:`LOAD_EVERY` seconds."""
+
+    def __init__(self) -> None:
+        self._samples = [os.getloadavg()[0]]
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(LOAD_EVERY):
+            self._samples.append(os.getloadavg()[0])
+
+    def stop(self) -> dict[str, float]:
+        """Stop sampling; mean, min and max of the samples."""
+        self._done.set()
+        self._thread.join()
+        self._samples.append(os.getloadavg()[0])
+        xs = self._samples
+        return {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs)}
 
 
 def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[str, Any]:
@@ -58,6 +84,7 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
     cmd = [sys.executable, "-m", "pytest", "suites/", "-k", "scalein_during_migration",
            "-p", "no:cacheprovider", "--mochaos-reports-dir", str(root / "reports")]  # fmt: skip
     print(f"bench: lanes {lanes}: $ {' '.join(cmd[2:])} (in {root})", file=sys.stderr, flush=True)
+    load = LoadSampler()
     t0 = time.monotonic()
     built: dict[str, float] = {}
     what, cluster_ready, job_start = "", None, None
@@ -90,6 +117,7 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
         "build": None if cluster_ready is None else cluster_ready,
         "job": None if job_start is None else time.monotonic() - job_start,
         "cold_modules": cold_modules,
+        "loadavg": load.stop(),
     }  # fmt: skip
 
 
@@ -112,6 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append([str(r["lanes"]), *times, parts, str(r["exit"])])
     print(figures.table(["lanes", "to cluster ready", "job", "total", "built", "exit"], rows))
     print(f"built: {runs[0]['built']}")
+    for r in runs:
+        load = r["loadavg"]
+        print(f"1-min load average during lanes {r['lanes']}: mean {load['mean']:.1f}, "
+              f"min {load['min']:.1f}, max {load['max']:.1f} ({os.cpu_count()} cores)")  # fmt: skip
     if len(runs) > 1:
         print(f"total ratio lanes {runs[0]['lanes']} / lanes {runs[-1]['lanes']}: "
               f"{figures.fmt(figures.ratio(runs[0]['total'], runs[-1]['total']))}")  # fmt: skip

@@ -1,12 +1,14 @@
 """Benchmark (issue 24): a real manager's cases with and without namespaces made ready ahead.
 
-Runs the same cases (default: the seed, the ``target-bound`` and the ``completed`` sweep)
-one after the other in one pytest session (``-n 0``) on a real manager, once with
-``--mochaos-warm-namespaces 0`` and once with the default (1), and prints per case the
-seconds its test spent before the scenario could start (the operator-start phases: the
-namespace's MatrixOne and the manager) and from the scenario's start to its first fault,
-then the medians and their ratio. The real manager binds port 9443 machine-wide: on a
-shared machine run this under the lock you use for that port.
+Runs the same cases in the order given (default: the ``completed`` sweep, then the seed, so
+that with namespaces made ready ahead the seed finds its namespace ready, as every case
+but a session's first does) one after the other in one pytest session (``-n 0``) on a real
+manager, once with ``--mochaos-warm-namespaces 0`` and once with the default (1), and
+prints per case the seconds its test spent before the scenario could start (the
+operator-start phases: the namespace's MatrixOne and the manager), from the scenario's
+start to its first fault, and their sum (set-up to first fault), then the medians, their
+ratio, and the last case's set-up to first fault. The real manager binds port 9443
+machine-wide: on a shared machine run this under the lock you use for that port.
 Run: ``python bench/warm_namespaces.py --help``.
 """
 
@@ -26,16 +28,21 @@ import figures
 from mochaos.errors import UsageError
 from mochaos.types import ActionRecord, History
 
-KEYWORD = "scalein_during_migration and not race and (not sweep or completed or target)"
+SUITE = "suites/test_scalein_during_migration.py"
+CASES = (
+    f"{SUITE}::test_scalein_during_migration_sweep[completed]",
+    f"{SUITE}::test_scalein_during_migration",
+)
+"""Node ids, run in this order: the seed last, so that it is not the session's first."""
 ROOT = Path(__file__).resolve().parents[1]
 START_PHASES = ("operator start",)
 """Phase names (prefixes) of a test's time before its scenario starts on its namespace."""
 
 
-def session(target: str, warm: int, reports: Path, *, keyword: str, seed: int) -> float:
-    """One ``-n 0`` session of the cases; its wall seconds."""
+def session(target: str, warm: int, reports: Path, *, cases: Sequence[str], seed: int) -> float:
+    """One ``-n 0`` session of the cases, in their order; its wall seconds."""
     cmd = [
-        sys.executable, "-m", "pytest", "suites/", "-k", keyword, "-n", "0",
+        sys.executable, "-m", "pytest", *cases, "-n", "0",
         "-p", "no:cacheprovider", "--chaos-seed", str(seed), "--operator", target,
         "--mochaos-warm-namespaces", str(warm), "--mochaos-reports-dir", str(reports),
     ]  # fmt: skip
@@ -68,6 +75,7 @@ def cases(reports: Path) -> dict[str, dict[str, Any]]:
         fault = to_first_fault(History.from_jsonl(history)) if history.exists() else None
         out[folder.name.rsplit(".", 1)[-1]] = {
             "outcome": r["outcome"], "before_scenario": before, "to_first_fault": fault,
+            "setup_to_first_fault": None if fault is None else before + fault,
         }  # fmt: skip
     return out
 
@@ -75,7 +83,7 @@ def cases(reports: Path) -> dict[str, dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Both sessions, the per-case table and the ratio of the medians."""
     p = figures.Parser(prog="python bench/warm_namespaces.py", description=__doc__)
-    p.add_argument("-k", dest="keyword", default=KEYWORD)
+    p.add_argument("cases", nargs="*", default=list(CASES), help="node ids, in run order")
     p.add_argument("--operator", default=None, help="default: source:$MOCHAOS_OPERATOR_SRC@2301e3b")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--out", type=Path, default=figures.DEFAULT_OUT)
@@ -93,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall: dict[int, float] = {}
     for warm in (0, 1):
         reports = work / f"warm-{warm}"
-        wall[warm] = session(target, warm, reports, keyword=args.keyword, seed=args.seed)
+        wall[warm] = session(target, warm, reports, cases=args.cases, seed=args.seed)
         found[warm] = cases(reports)
     rows = []
     for name in found[0]:
@@ -103,21 +111,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures.fmt(hot.get("before_scenario"), "s", 1),
             figures.fmt(cold["to_first_fault"], "s", 1),
             figures.fmt(hot.get("to_first_fault"), "s", 1),
+            figures.fmt(cold["setup_to_first_fault"], "s", 1),
+            figures.fmt(hot.get("setup_to_first_fault"), "s", 1),
             f"{cold['outcome']}/{hot.get('outcome', '–')}",
         ])  # fmt: skip
     print(figures.table(
-        ["case", "before scenario, off", "on", "to first fault, off", "on", "outcome off/on"],
+        ["case", "before scenario, off", "on", "to first fault, off", "on",
+         "set-up to first fault, off", "on", "outcome off/on"],
         rows,
     ))  # fmt: skip
     medians = {
         warm: {k: figures.median([c[k] for c in found[warm].values() if c[k] is not None])
-               for k in ("before_scenario", "to_first_fault")}
+               for k in ("before_scenario", "to_first_fault", "setup_to_first_fault")}
         for warm in (0, 1)
     }  # fmt: skip
-    for k in ("before_scenario", "to_first_fault"):
+    for k in ("before_scenario", "to_first_fault", "setup_to_first_fault"):
         print(f"{k}: median off {figures.fmt(medians[0][k], 's', 1)}, on "
               f"{figures.fmt(medians[1][k], 's', 1)}; ratio "
               f"{figures.fmt(figures.ratio(medians[0][k], medians[1][k]))}")  # fmt: skip
+    if rows:
+        last = rows[-1]
+        print(f"{last[0]} (run last): set-up to first fault off {last[5]}, on {last[6]}")
     print(f"session wall time: off {wall[0]:.0f}s, on {wall[1]:.0f}s")
     path = figures.write_figures(
         "warm-namespaces",

@@ -1,5 +1,5 @@
-"""The ``python -m mochaos`` command line: the local cluster, qualification and its history,
-exploration, merging shards, re-checking a history.
+"""The ``python -m mochaos`` command line: clusters (local, kind), qualification and its
+history, exploration, merging shards, re-checking a history.
 
 Exit statuses: 0 ok, 1 the operator failed a scenario (qualify, merge), a case (explore) or
 an invariant (check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
@@ -49,6 +49,23 @@ def _parser() -> argparse.ArgumentParser:
             default=None,
             help="cluster name (default: $MOCHAOS_CLUSTER_NAME, else mochaos)",
         )
+
+    k = sub.add_parser("kind", help="the kind path: Docker engine, offline node image, cluster")
+    ksub = k.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    ni = ksub.add_parser(
+        "node-image", help="build kind's node image offline (cached by recipe); print its ref"
+    )
+    ni.add_argument("--force", action="store_true", help="rebuild even when cached")
+    ksub.add_parser(
+        "images", help="build the images the seed suite needs that no registry serves here"
+    )
+    e = ksub.add_parser("engine", help="start/stop a Docker daemon with this host's workarounds")
+    e.add_argument("state", choices=("up", "down", "status"))
+    for name, text in (
+        ("up", "create the kind cluster, or reuse a running one"),
+        ("down", "delete the kind cluster"),
+    ):
+        ksub.add_parser(name, help=text)
 
     q = sub.add_parser("qualify", help="run the suites N times and give a verdict")
     q.add_argument(
@@ -137,6 +154,41 @@ def _cluster(args: argparse.Namespace) -> int:
         return 0 if provider.is_healthy() else 3
     elif args.action == "kubeconfig":
         print(provider.kubeconfig_path())
+    return 0
+
+
+def _kind(args: argparse.Namespace) -> int:
+    from mochaos.cluster import engine_host
+
+    if args.action == "engine":
+        if args.state == "up":
+            engine_host.up()
+        elif args.state == "down":
+            engine_host.down()
+        else:
+            print(engine_host.status())
+            return 0 if engine_host.answers() else 3
+        return 0
+    from mochaos.cluster.kind import KindProvider
+
+    provider = KindProvider(keep_cluster=True)
+    if args.action == "node-image":
+        print(provider.offline_node_image(force=args.force))
+    elif args.action == "images":
+        from mochaos.images import minio
+        from mochaos.operator.helm import KRUISE_IMAGE
+        from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE
+
+        # The upstream images the seed suite needs besides the operator's own.
+        for ref in (KRUISE_IMAGE, DEFAULT_MO_IMAGE):
+            provider.obtain(ref)
+            print(ref)
+        print(minio.ensure_image(provider.docker_cli()))
+    elif args.action == "up":
+        print(provider.up().kubeconfig)
+    else:
+        provider.keep_cluster = False
+        provider.down()
     return 0
 
 
@@ -295,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cluster(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "kind":
+            return _kind(args)
         if args.command == "explore":
             return _explore(args)
         if args.command == "merge":

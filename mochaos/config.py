@@ -147,6 +147,16 @@ PROVIDERS = ("local", "kind", "existing")
 DEFAULT_WORKERS = 6
 """Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
 of the sequential time with the same verdicts (bench/main_job.py)."""
+KIND_WORKERS = 2
+"""Scenarios at once by default on kind, where each runs real MatrixOne pods (a namespace
+peaks at about 1.7 GB and half a core): docs/kind.md, "Figures" (bench/kind.py)."""
+
+
+def default_workers(cluster: str) -> int:
+    """Scenarios at once when ``--mochaos-workers`` is not given, for that cluster provider."""
+    return KIND_WORKERS if cluster == "kind" else DEFAULT_WORKERS
+
+
 MINIO_MODES = ("auto", "docker", "in-cluster")
 WARM_NAMESPACES = 1
 """Namespaces a pytest process keeps ready for a real manager's next tests: one overlaps
@@ -174,8 +184,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("migration_timeout", "--migration-timeout", "seconds (operator time) a migration "
             "may take to end", MIGRATION_TIMEOUT, _float),
     Setting("workers", "--mochaos-workers", "scenarios run at once when the suites are "
-            "collected and no -n is given (they wait far more than they compute)",
-            DEFAULT_WORKERS, _int),
+            "collected and no -n is given (they wait far more than they compute; default "
+            f"{DEFAULT_WORKERS}, on kind {KIND_WORKERS})", None, _int),
     Setting("chaos_seed", "--chaos-seed", "seed for every random choice (printed on failure "
             "to replay a run)", None, _int),
     Setting("cluster", "--mochaos-cluster", "cluster provider: local (default), kind, "
@@ -224,7 +234,7 @@ class RunConfig:
     finalize_timeout: float = FINALIZE_TIMEOUT
     retry_budget: int = RETRY_BUDGET
     migration_timeout: float = MIGRATION_TIMEOUT
-    workers: int = DEFAULT_WORKERS
+    workers: int | None = None
     chaos_seed: int = 0
     cluster: str = "local"
     kubeconfig: Path | None = None

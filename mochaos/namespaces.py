@@ -12,11 +12,20 @@ the run-id label is never touched: it is not ours.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
+from urllib3.exceptions import HTTPError
 
 from mochaos.errors import InfraError, UsageError
 from mochaos.progress import LOGGER
@@ -48,6 +57,31 @@ SERVICE_ACCOUNT_TIMEOUT = 60.0
 """Seconds for kube-controller-manager to create a new namespace's default ServiceAccount:
 after an apiserver outage it may have lost its lease, been restarted by the supervisor
 and be waiting up to 15 s to lead again (20 s was seen to be too short under load)."""
+
+
+T = TypeVar("T")
+
+APISERVER_RETRY = {
+    "retry": retry_if_exception_type((HTTPError, OSError))
+    | retry_if_exception(lambda err: isinstance(err, ApiException) and (err.status or 0) >= 500),
+    "wait": wait_exponential(multiplier=0.5, max=5),
+    "stop": stop_after_delay(60),
+    "reraise": True,
+}
+"""Teardown's calls outlast a slow or briefly unavailable apiserver (a loaded machine: reads
+timing out after 10 s were seen): transient errors are retried for up to a minute."""
+
+
+def _answered(call: Callable[[], T], what: str, *, policy: dict | None = None) -> T:
+    """``call()``, retried by ``policy`` (:data:`APISERVER_RETRY`); InfraError when it never
+    answers."""
+    try:
+        return Retrying(**(policy or APISERVER_RETRY))(call)
+    except (HTTPError, OSError) as err:
+        raise InfraError(
+            f"the apiserver did not answer {what} within a minute: {type(err).__name__}",
+            hint="the cluster is overloaded or down; check it and delete the namespace later",
+        ) from err
 
 
 @dataclass(frozen=True)
@@ -83,7 +117,8 @@ def request_delete(api: client.ApiClient, name: str) -> bool:
     """Ask for the namespace's deletion (only if it is ours); False when it is gone."""
     core = client.CoreV1Api(api)
     try:
-        labels = core.read_namespace(name, _request_timeout=10).metadata.labels or {}
+        found = _answered(lambda: core.read_namespace(name, _request_timeout=10), f"on {name}")
+        labels = found.metadata.labels or {}
     except ApiException as err:
         if err.status == 404:
             return False
@@ -94,7 +129,12 @@ def request_delete(api: client.ApiClient, name: str) -> bool:
             hint="mo-chaos deletes only its own namespaces; delete it yourself if unneeded",
         )
     try:
-        core.delete_namespace(name, propagation_policy="Background", _request_timeout=10)
+        _answered(
+            lambda: core.delete_namespace(
+                name, propagation_policy="Background", _request_timeout=10
+            ),
+            f"deleting {name}",
+        )
     except ApiException as err:
         if err.status != 404:
             raise
@@ -108,7 +148,7 @@ def wait_gone(api: client.ApiClient, name: str, *, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            core.read_namespace(name, _request_timeout=10)
+            _answered(lambda: core.read_namespace(name, _request_timeout=10), f"on {name}")
         except ApiException as err:
             if err.status == 404:
                 return True
@@ -150,13 +190,18 @@ def delete(api: client.ApiClient, name: str, *, grace: float) -> list[Finding]:
 def _list(
     api: client.ApiClient, namespace: str, group: str, version: str, plural: str
 ) -> Iterable[dict]:
+    what = f"listing {plural} in {namespace}"
     try:
         if not group:
-            pods = client.CoreV1Api(api).list_namespaced_pod(namespace, _request_timeout=10)
+            core = client.CoreV1Api(api)
+            pods = _answered(lambda: core.list_namespaced_pod(namespace, _request_timeout=10), what)
             return [api.sanitize_for_serialization(p) | {"kind": "Pod"} for p in pods.items]
         custom = client.CustomObjectsApi(api)
-        listed = custom.list_namespaced_custom_object(
-            group, version, namespace, plural, _request_timeout=10
+        listed = _answered(
+            lambda: custom.list_namespaced_custom_object(
+                group, version, namespace, plural, _request_timeout=10
+            ),
+            what,
         )
         return listed.get("items") or []
     except ApiException as err:
@@ -169,12 +214,20 @@ def _strip(
     api: client.ApiClient, namespace: str, group: str, version: str, plural: str, name: str
 ) -> bool:
     body = {"metadata": {"finalizers": None}}
+    what = f"releasing the finalizers of {plural}/{name}"
     try:
         if not group:
-            client.CoreV1Api(api).patch_namespaced_pod(name, namespace, body, _request_timeout=10)
+            core = client.CoreV1Api(api)
+            _answered(
+                lambda: core.patch_namespaced_pod(name, namespace, body, _request_timeout=10), what
+            )
         else:
-            client.CustomObjectsApi(api).patch_namespaced_custom_object(
-                group, version, namespace, plural, name, body, _request_timeout=10
+            custom = client.CustomObjectsApi(api)
+            _answered(
+                lambda: custom.patch_namespaced_custom_object(
+                    group, version, namespace, plural, name, body, _request_timeout=10
+                ),
+                what,
             )
     except ApiException as err:
         if err.status == 404:

@@ -512,7 +512,10 @@ def _build_kruise(c: Component, runner: _Runner) -> None:
     runner.progress(f"  CRDs and webhook configurations read from {module}")
 
 
-_RECIPES = {
+Recipe = Callable[[Component, _Runner], None]
+"""Builds one component's binaries into its cache directory."""
+
+_RECIPES: dict[str, Recipe] = {
     "kubernetes": _build_kubernetes,
     "etcd": _build_etcd,
     "kwok": _build_kwok,
@@ -560,7 +563,27 @@ def _obtain_alone(c: Component, *, progress: Progress) -> None:
         _obtain([c], force=False, progress=progress)
 
 
-def _obtain(components: list[Component], *, force: bool, progress: Progress) -> None:
+def obtain(
+    components: list[Component],
+    *,
+    recipes: dict[str, Recipe],
+    progress: Progress = _stderr_progress,
+) -> None:
+    """Put ``components`` built by other modules' ``recipes`` (by component name) into the
+    cache, as :func:`build` does its own: one process builds, concurrent callers wait."""
+    lock = cache_dir() / "build" / ("+".join(c.name for c in components) + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock), timeout=3600):
+        _obtain(components, force=False, progress=progress, recipes=recipes)
+
+
+def _obtain(
+    components: list[Component],
+    *,
+    force: bool,
+    progress: Progress,
+    recipes: dict[str, Recipe] | None = None,
+) -> None:
     """Download or build what of ``components`` is missing (see :func:`build`)."""
     mode = download.binaries_mode()
     log_path = cache_dir() / "build.log"
@@ -572,7 +595,10 @@ def _obtain(components: list[Component], *, force: bool, progress: Progress) -> 
         runner.progress(f"mo-chaos: binaries cached in {cache_dir() / 'bin'} ({how})")
         return
     download.obtain(
-        todo, mode=mode, build=lambda rest: _build_all(rest, runner), progress=runner.progress
+        todo,
+        mode=mode,
+        build=lambda rest: _build_all(rest, runner, recipes),
+        progress=runner.progress,
     )
 
 
@@ -590,8 +616,11 @@ def build_lanes() -> int:
     return int(text)
 
 
-def _build_all(todo: list[Component], runner: _Runner) -> None:
-    """Build ``todo`` from Go modules in :func:`build_lanes` lanes: the first component
+def _build_all(
+    todo: list[Component], runner: _Runner, recipes: dict[str, Recipe] | None = None
+) -> None:
+    """Build ``todo`` from Go modules with ``recipes`` (by component name; default the
+    cluster's own) in :func:`build_lanes` lanes: the first component
     (kubernetes, the longest) in a lane of its own, the others shared out over the rest,
     each lane one component after the other. The first failure is raised once every lane
     stopped."""
@@ -603,12 +632,13 @@ def _build_all(todo: list[Component], runner: _Runner) -> None:
         f"with {_go_version()}, {len(lanes)} at a time (log: {runner.log_path})"
     )
     started = time.monotonic()
+    chosen = _RECIPES if recipes is None else recipes
     failures: list[BaseException] = []
 
     def lane(components: list[Component]) -> None:
         for c in components:
             try:
-                _build_one(c, runner)
+                _build_one(c, runner, chosen[c.name])
             except BaseException as err:
                 failures.append(err)
                 return
@@ -631,11 +661,11 @@ def _lanes(todo: list[Component], count: int) -> list[list[Component]]:
     return [todo[:1]] + [todo[1 + i :: rest] for i in range(rest) if todo[1 + i :: rest]]
 
 
-def _build_one(c: Component, runner: _Runner) -> None:
+def _build_one(c: Component, runner: _Runner, recipe: Recipe) -> None:
     t0 = time.monotonic()
     runner.progress(f"{c.name} {c.version}:")
     c.directory.mkdir(parents=True, exist_ok=True)
     c.stamp.unlink(missing_ok=True)
-    _RECIPES[c.name](c, runner)
+    recipe(c, runner)
     c.stamp.write_text(f"{c.fingerprint()} {c.recipe}\n")
     runner.progress(f"{c.name} {c.version} done in {_fmt(time.monotonic() - t0)}")

@@ -1,12 +1,13 @@
 """The Docker engine under kind: what ``docker info`` says, image pulls, exec in a node.
 
-kind runs its nodes as containers of the local engine, so three of the
-engine's properties decide whether the kind path can work at all, and are
-read from ``docker info`` (the engine API's ``/info``), never guessed from the
-engine's version: the host's cgroup version (kubelet >= 1.35 refuses cgroup
-v1), the image store (the containerd image store breaks ``kind load
-docker-image`` for multi-platform images), and the architecture (which
-single platform to hand the nodes).
+kind runs its nodes as containers of the local engine, so some of the
+engine's properties decide how the kind path works, and are read from
+``docker info`` (the engine API's ``/info``), never guessed from the engine's
+version: the host's cgroup version (kubelet >= 1.35 needs ``failCgroupV1:
+false`` on v1), the default runtime (whether it is mo-chaos's capability shim),
+the image store (the containerd image store breaks ``kind load docker-image``
+for multi-platform images), and the architecture (which single platform to
+hand the nodes).
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from typing import Any, Protocol
 
 from mochaos.errors import InfraError
 from mochaos.tooling.extras import import_extra
-from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress
 
 DOCKER_MINIMUM = (20, 10, 0)
-"""Docker Engine 20.10 is the first that runs containers on a cgroup v2 host."""
+"""Docker Engine 20.10: cgroup v2 and the ``--cgroupns`` kind's nodes use."""
 
 CONTAINERD_SNAPSHOTTER = "io.containerd.snapshotter.v1"
 """``docker info`` DriverStatus ``driver-type`` of the containerd image store."""
@@ -39,6 +39,7 @@ class EngineInfo:
     driver: str
     containerd_store: bool
     architecture: str
+    default_runtime: str = "runc"
 
     @property
     def platform(self) -> str:
@@ -70,29 +71,21 @@ def parse_info(info: Mapping[str, Any]) -> EngineInfo:
         driver=str(info.get("Driver") or "unknown"),
         containerd_store=containerd,
         architecture=str(info.get("Architecture") or "x86_64"),
+        default_runtime=str(info.get("DefaultRuntime") or "runc"),
     )
 
 
 def check_engine(info: EngineInfo) -> EngineInfo:
-    """The engine's facts, or InfraError when kind's nodes cannot run on it.
+    """The engine's facts, or InfraError when kind's nodes cannot run on it (Docker < 20.10).
 
-    Docker >= 20.10, and a cgroup v2 host: the host's cgroup version is what
-    the nodes' kubelet sees, and kubelet >= 1.35 refuses to start on cgroup v1
-    (KEP-5573, ``failCgroupV1`` defaults to true).
+    A cgroup v1 host is accepted: the kind provider then tells the nodes' kubelet not to
+    refuse it (:func:`mochaos.cluster.host_facts.fail_cgroup_v1`).
     """
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", info.server_version)
     if m is None or (int(m[1]), int(m[2]), int(m[3])) < DOCKER_MINIMUM:
         raise InfraError(
-            f"Docker Engine {info.server_version} is too old (kind's nodes need cgroup v2)",
+            f"Docker Engine {info.server_version} is too old for kind's nodes",
             hint="install Docker Engine >= 20.10",
-        )
-    if info.cgroup_version != "2":
-        found = f"cgroup v{info.cgroup_version}" if info.cgroup_version else "no cgroup version"
-        raise InfraError(
-            f"the Docker host reports {found}; the kind node's kubelet (Kubernetes >= 1.35) "
-            "refuses to start without cgroup v2",
-            hint="run on a host booted with cgroup v2 (systemd.unified_cgroup_hierarchy=1) "
-            "or use --mochaos-cluster=local",
         )
     return info
 
@@ -167,8 +160,10 @@ class DockerEngine:
 
     def pull(self, ref: str, *, progress: Progress) -> None:
         """Pull ``ref``, printing a line per finished layer."""
-        repo, tag = split_ref(ref)
-        events = self._client.api.pull(repo, tag=tag, stream=True, decode=True)
+        from docker.utils import parse_repository_tag
+
+        repo, tag = parse_repository_tag(ref)  # a digest (``@sha256:…``) is a tag here too
+        events = self._client.api.pull(repo, tag=tag or "latest", stream=True, decode=True)
         for line in pull_progress(ref, events):
             progress(line)
 

@@ -199,6 +199,7 @@ def _kwok(t: Target, arch: str, s: Sources) -> Plan:
 
 PLANS: dict[str, Callable[[Target, str, Sources], Plan]] = {
     "kubernetes": _kubernetes,
+    "kubernetes-node": _kubernetes,
     "etcd": _etcd,
     "kwok": _kwok,
 }

@@ -1,25 +1,28 @@
 """The kind provider: a real Kubernetes in Docker, for qualifying an operator image.
 
-``kind create cluster`` from a generated config (kind_config: pinned node image,
-apiserver audit log through kubeadm patches and host mounts), reused when a healthy
-cluster of the same name exists; the images the run needs are pulled through
-the Docker engine and loaded the way its image store allows (kind_images);
-``kind delete cluster`` on teardown unless the cluster is to be kept. The
-engine is checked first: a cgroup v1 host or an old engine fails in one line.
+``kind create cluster`` from a generated config (kind_config: the node image,
+apiserver audit log through kubeadm patches and host mounts, and the host
+workarounds this machine needs, each detected and announced), reused when a
+healthy cluster of the same name exists. The node image is kind's pinned one when
+the engine has it or can pull it, else the one mo-chaos builds offline
+(:mod:`mochaos.images.node_image`). The images the run needs are loaded the way the
+engine's image store allows (kind_images); ``kind delete cluster`` on teardown
+unless the cluster is to be kept. The kind CLI is the one on PATH, else built.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import kind_node
+from mochaos.cluster import engine_host, kind_node
 from mochaos.cluster.docker_engine import DockerEngine, Engine, EngineInfo, check_engine, parse_info
+from mochaos.cluster.host_facts import HostFacts, Workaround, fail_cgroup_v1
 from mochaos.cluster.kind_config import (
     AUDIT_LOG_NAME,
     AUDIT_POLICY,
@@ -31,8 +34,11 @@ from mochaos.cluster.kind_config import (
     node_kubernetes_version,
 )
 from mochaos.cluster.kind_images import load_image
+from mochaos.errors import InfraError, UsageError
+from mochaos.images import node_image as offline
 from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
+from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
@@ -76,7 +82,7 @@ class KindProvider:
         *,
         name: str = DEFAULT_NAME,
         keep_cluster: bool = False,
-        node_image: str = NODE_IMAGE,
+        node_image: str | None = None,
         workers: int = 0,
         port_mappings: Sequence[PortMapping] = (),
         runner: Runner | None = None,
@@ -84,8 +90,11 @@ class KindProvider:
         state_dir: Path | None = None,
         search_path: str | None = None,
         progress: Progress = say,
+        host: HostFacts | None = None,
+        build_kind: Callable[[], str] | None = None,
     ) -> None:
-        node_kubernetes_version(node_image)
+        if node_image is not None:
+            node_kubernetes_version(node_image)
         self.cluster_name = name
         self.keep_cluster = keep_cluster
         self.node_image = node_image
@@ -99,6 +108,8 @@ class KindProvider:
         self.progress = progress
         self._kind: str | None = None
         self._docker: str | None = None
+        self._host = host
+        self._build_kind = build_kind or _built_kind_cli
 
     # -- paths -------------------------------------------------------------
 
@@ -133,9 +144,15 @@ class KindProvider:
     # -- tools -------------------------------------------------------------
 
     def kind(self) -> str:
-        """Path of a kind CLI new enough; InfraError naming the install command otherwise."""
+        """Path of a kind CLI new enough: the one on PATH, else ours built from its module."""
         if self._kind is None:
-            path = require_tool(KIND, search_path=self.search_path)
+            try:
+                path = require_tool(KIND, search_path=self.search_path)
+            except InfraError:
+                self.progress(
+                    f"kind is not on PATH: using kind {KIND_VERSION} built from its module"
+                )
+                path = self._build_kind()
             check_version(KIND, path, runner=self.runner)
             self._kind = path
         return self._kind
@@ -147,19 +164,73 @@ class KindProvider:
         return self._docker
 
     def engine(self) -> Engine:
-        """The Docker engine, once checked: reachable, >= 20.10, on a cgroup v2 host."""
+        """The Docker engine, once checked: reachable, >= 20.10, able to start the nodes."""
         if self._engine is None:
             self.docker()
             self._engine = DockerEngine()
         if self._info is None:
-            self._info = check_engine(parse_info(self._engine.info()))
+            info = check_engine(parse_info(self._engine.info()))
+            shim = self.host().runtime_shim()
+            if shim is not None and info.default_runtime != engine_host.RUNTIME_NAME:
+                raise InfraError(
+                    f"the Docker engine's default runtime ({info.default_runtime}) cannot start "
+                    f"kind's privileged nodes here: {shim.why}",
+                    hint="stop that daemon and start one with the shim: "
+                    "`python -m mochaos kind engine up`",
+                )
+            self._info = info
         return self._engine
+
+    def host(self) -> HostFacts:
+        """What this machine lacks (capabilities, cgroup v2), read once."""
+        if self._host is None:
+            self._host = HostFacts.read()
+        return self._host
+
+    def workarounds(self) -> list[Workaround]:
+        """The host workarounds the cluster config carries (detected, never assumed)."""
+        found = [
+            self.host().restrict_oom_score_adj(),
+            fail_cgroup_v1(self.engine_info().cgroup_version),
+        ]
+        return [w for w in found if w is not None]
+
+    def resolve_node_image(self) -> str:
+        """The node image: as given; else kind's pinned one if the engine has it or pulls it;
+        else the offline one mo-chaos builds (cached by recipe)."""
+        if self.node_image is not None:
+            return self.node_image
+        engine = self.engine()
+        if not engine.has_image(NODE_IMAGE):
+            try:
+                self.progress(f"pulling kind's node image {NODE_IMAGE}")
+                engine.pull(NODE_IMAGE, progress=self.progress)
+            except Exception as err:
+                why = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+                self.progress(f"kind's node image cannot be pulled ({why}): using the offline one")
+                self.node_image = self.offline_node_image()
+                return self.node_image
+        self.node_image = NODE_IMAGE
+        return self.node_image
+
+    def offline_node_image(self, *, force: bool = False) -> str:
+        """The node image mo-chaos builds without a registry (built now unless cached)."""
+        return offline.node_image(
+            docker=self.docker_cli(),
+            progress=self.progress,
+            architecture=self.engine_info().platform.split("/")[1],
+            force=force,
+        )
 
     def engine_info(self) -> EngineInfo:
         """What ``docker info`` said about the engine (checked by :meth:`engine`)."""
         self.engine()
         assert self._info is not None
         return self._info
+
+    def docker_cli(self) -> DockerCli:
+        """The docker CLI on the engine kind uses, logging into this cluster's commands.log."""
+        return DockerCli(path=self.docker(), log_path=self.dir / "commands.log")
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -205,12 +276,12 @@ class KindProvider:
         )  # fmt: skip
 
     def load_image(self, ref: str) -> None:
-        """Pull ``ref`` into Docker when missing, then get it onto the nodes (see kind_images)."""
+        """Get ``ref`` into Docker when missing (pulled, or built where mo-chaos knows how:
+        :mod:`mochaos.images.catalog`), then onto the nodes (see kind_images)."""
         split_ref(ref)
         engine = self.engine()
         if not engine.has_image(ref):
-            self.progress(f"pulling {ref}")
-            engine.pull(ref, progress=self.progress)
+            self._obtain(engine, ref)
         outcome = load_image(
             ref,
             kind=self.kind(),
@@ -222,6 +293,28 @@ class KindProvider:
             progress=self.progress,
         )
         self.progress(f"{ref}: {outcome}")
+
+    def obtain(self, ref: str) -> None:
+        """Get ``ref`` into the engine (pulled, or built where mo-chaos knows how)."""
+        engine = self.engine()
+        if not engine.has_image(ref):
+            self._obtain(engine, ref)
+
+    def _obtain(self, engine: Engine, ref: str) -> None:
+        from mochaos.images.catalog import builder_for
+
+        builder = builder_for(ref)
+        if builder is None or builder.pull_first:
+            try:
+                self.progress(f"pulling {ref}")
+                engine.pull(ref, progress=self.progress)
+                return
+            except Exception as err:
+                if builder is None:
+                    raise
+                why = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+                self.progress(f"{ref} cannot be pulled ({why}): building {builder.what}")
+        builder.build(self.docker_cli(), self.progress)
 
     # -- internals ---------------------------------------------------------
 
@@ -235,16 +328,31 @@ class KindProvider:
         return [ln.strip() for ln in result.stdout.splitlines() if ln.strip()]
 
     def _write_config(self) -> Path:
+        node_image = self.resolve_node_image()
+        if self.workers and node_image.startswith(offline.REPOSITORY):
+            raise UsageError(
+                "the offline node image networks one node only (no kindnetd)",
+                hint="use workers=0, or a registry that serves kind's node image",
+            )
+        settings: dict[str, dict[str, Any]] = {"containerd": {}, "kubelet": {}}
+        for workaround in self.workarounds():
+            self.progress(f"kind: {workaround.name}, because {workaround.why}")
+        if self.host().restrict_oom_score_adj():
+            settings["containerd"]["restrict_oom_score_adj"] = True
+        if fail_cgroup_v1(self.engine_info().cgroup_version):
+            settings["kubelet"]["failCgroupV1"] = False
         policy_dir = self.audit_dir / "policy"
         policy_dir.mkdir(parents=True, exist_ok=True)
         (self.audit_dir / "log").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(AUDIT_POLICY, policy_dir / "audit-policy.yaml")
         config = kind_config(
             name=self.cluster_name,
-            node_image=self.node_image,
+            node_image=node_image,
             audit_dir=self.audit_dir,
             workers=self.workers,
             port_mappings=self.port_mappings,
+            containerd_settings=settings["containerd"],
+            kubelet_settings=settings["kubelet"],
         )
         self.config_path().write_text(yaml.safe_dump(config, sort_keys=False))
         return self.config_path()
@@ -252,6 +360,7 @@ class KindProvider:
     def _create(self, kind: str) -> None:
         config = self._write_config()
         self.progress(f"creating kind cluster {self.cluster_name} ({self.node_image})")
+        assert self.node_image is not None
         self.runner(
             [
                 kind, "create", "cluster", "--name", self.cluster_name,
@@ -343,6 +452,12 @@ class KindProvider:
             context=self.context,
             audit_log=self.audit_dir / "log" / AUDIT_LOG_NAME,
         )
+
+
+def _built_kind_cli() -> str:
+    from mochaos.images.go_tools import kind_cli
+
+    return str(kind_cli(progress=say))
 
 
 def _default_state() -> Path:

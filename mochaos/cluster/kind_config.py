@@ -8,8 +8,9 @@ mounts them into the apiserver's static pod and passes the audit flags.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ AUDIT_LOG_NAME = "audit.log"
 AUDIT_LOG_MAX_MB = 500
 
 AUDIT_POLICY = MANIFESTS / "kind" / "audit-policy.yaml"
+SINGLE_CONTROL_PLANE = {"leader-elect": "false"}
+"""kube-controller-manager's and kube-scheduler's flags on our single control-plane node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +62,9 @@ class PortMapping:
 
 
 def node_kubernetes_version(node_image: str) -> tuple[int, int, int]:
-    """The Kubernetes version in a node image tag (``kindest/node:v1.36.4@sha256:…``)."""
-    m = re.search(r":v(\d+)\.(\d+)\.(\d+)(?:@|$)", node_image)
+    """The Kubernetes version in a node image tag (``kindest/node:v1.36.4@sha256:…``, or the
+    offline image's ``mochaos.local/kind-node:v1.36.3-<recipe>``)."""
+    m = re.search(r":v(\d+)\.(\d+)\.(\d+)(?:[-@]|$)", node_image)
     if m is None:
         raise UsageError(
             f"cannot tell the Kubernetes version of node image {node_image!r}",
@@ -70,7 +74,7 @@ def node_kubernetes_version(node_image: str) -> tuple[int, int, int]:
 
 
 def _audit_patch(kube_version: tuple[int, int, int]) -> str:
-    """The kubeadm ClusterConfiguration patch that turns on the audit log.
+    """The kubeadm ClusterConfiguration patch: the audit log on, no leader elections.
 
     kind v0.33 generates kubeadm v1beta4 for Kubernetes >= 1.36, where
     ``extraArgs`` is a list of name/value pairs, and v1beta3 (a plain map)
@@ -99,13 +103,19 @@ def _audit_patch(kube_version: tuple[int, int, int]) -> str:
             "pathType": "DirectoryOrCreate",
         },
     ]
+
+    def extra(flags: dict[str, str]) -> Any:
+        return [{"name": k, "value": v} for k, v in flags.items()] if v1beta4 else flags
+
     patch = {
         "kind": "ClusterConfiguration",
         "apiVersion": "kubeadm.k8s.io/v1beta4" if v1beta4 else "kubeadm.k8s.io/v1beta3",
-        "apiServer": {
-            "extraArgs": [{"name": k, "value": v} for k, v in args.items()] if v1beta4 else args,
-            "extraVolumes": volumes,
-        },
+        "apiServer": {"extraArgs": extra(args), "extraVolumes": volumes},
+        # One control plane: nothing to elect. With leader election on, a loaded machine's
+        # slow apiserver makes them miss their renew deadline and exit (seen: restarts of
+        # both mid-scenario, a new namespace without its ServiceAccount for a minute).
+        "controllerManager": {"extraArgs": extra(SINGLE_CONTROL_PLANE)},
+        "scheduler": {"extraArgs": extra(SINGLE_CONTROL_PLANE)},
     }
     return yaml.safe_dump(patch, sort_keys=False)
 
@@ -117,12 +127,16 @@ def kind_config(
     audit_dir: Path,
     workers: int = 0,
     port_mappings: Sequence[PortMapping] = (),
+    containerd_settings: Mapping[str, Any] | None = None,
+    kubelet_settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The kind Cluster config (kind.x-k8s.io/v1alpha4) for one mo-chaos cluster.
 
     ``audit_dir`` on the host holds ``policy/audit-policy.yaml`` and receives
     ``log/audit.log``; both are mounted into the control-plane node and from
-    there into the apiserver's static pod.
+    there into the apiserver's static pod. ``containerd_settings`` go into the nodes'
+    CRI plugin configuration and ``kubelet_settings`` into every kubelet's
+    KubeletConfiguration (the host workarounds, see :mod:`mochaos.cluster.host_facts`).
     """
     control_plane: dict[str, Any] = {
         "role": "control-plane",
@@ -137,6 +151,10 @@ def kind_config(
         ],
         "kubeadmConfigPatches": [_audit_patch(node_kubernetes_version(node_image))],
     }
+    if kubelet_settings:
+        patch = {"kind": "KubeletConfiguration",
+                 "apiVersion": "kubelet.config.k8s.io/v1beta1", **kubelet_settings}  # fmt: skip
+        control_plane["kubeadmConfigPatches"].append(yaml.safe_dump(patch, sort_keys=False))
     if port_mappings:
         control_plane["extraPortMappings"] = [
             {
@@ -147,10 +165,25 @@ def kind_config(
             }
             for p in port_mappings
         ]
-    nodes = [control_plane] + [{"role": "worker", "image": node_image} for _ in range(workers)]
-    return {
+    workers_ = [{"role": "worker", "image": node_image} for _ in range(workers)]
+    if kubelet_settings:
+        for worker in workers_:
+            worker["kubeadmConfigPatches"] = control_plane["kubeadmConfigPatches"][1:]
+    config: dict[str, Any] = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "name": name,
-        "nodes": nodes,
+        "nodes": [control_plane, *workers_],
     }
+    if containerd_settings:
+        config["containerdConfigPatches"] = [_cri_patch(containerd_settings)]
+    return config
+
+
+def _cri_patch(settings: Mapping[str, Any]) -> str:
+    """A containerd config patch (TOML) setting ``settings`` in the CRI plugin's table."""
+    lines = ['[plugins."io.containerd.grpc.v1.cri"]']
+    for key, value in settings.items():
+        rendered = str(value).lower() if isinstance(value, bool) else json.dumps(value)
+        lines.append(f"  {key} = {rendered}")
+    return "\n".join(lines) + "\n"

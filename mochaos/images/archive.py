@@ -36,6 +36,8 @@ class ImageConfig:
     workdir: str = "/"
     ports: tuple[int, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
+    user: str = ""
+    stop_signal: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """The ``config`` object of the image configuration."""
@@ -49,6 +51,10 @@ class ImageConfig:
             out["Cmd"] = list(self.cmd)
         if self.ports:
             out["ExposedPorts"] = {f"{p}/tcp": {} for p in self.ports}
+        if self.user:
+            out["User"] = self.user
+        if self.stop_signal:
+            out["StopSignal"] = self.stop_signal
         return out
 
 

@@ -34,6 +34,15 @@ from mochaos.types import (
 )
 
 Interval = tuple[float, float]
+CLOCK_MARKERS = (
+    APISERVER_UNAVAILABLE,
+    APISERVER_AVAILABLE,
+    DEPENDENCY_UNAVAILABLE,
+    DEPENDENCY_AVAILABLE,
+    OPERATOR_FROZEN,
+    OPERATOR_THAWED,
+)
+"""The labels (prefixes) of the markers that stop and restart the operator's clock."""
 PAUSE_SLACK = 1.0
 """Seconds a freeze may start after the framework's pause action was recorded, or end after
 its length, and still be that pause (the probe looks every quarter second)."""

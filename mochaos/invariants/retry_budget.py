@@ -5,7 +5,9 @@ Finalize pass), and, per object, its error-level records. More than
 ``retry_budget`` of either within any ``retry_window`` seconds is a hot loop;
 the violation is the record that exceeded the budget. Errors that only say
 the apiserver could not be reached are the infrastructure's, not a hot loop of
-the operator's, and are not counted.
+the operator's, and are not counted; nor are errors that name no namespace: they
+are about no object of the test (a library logger inside the operator, e.g.
+MatrixOne's HAKeeper client of an in-cluster operator serving every namespace).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class RetryBudget(InvariantBase):
 
     id = "retry-budget"
     bugs = ()
+    rank = 8
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first record that exceeds the budget in its window."""
@@ -42,7 +45,7 @@ class _Judge(Judge):
         if self.failure is not None or not isinstance(entry, LogRecord) or not entry.name:
             return
         kind = _COUNTED.get(classify(entry))
-        if kind is None:
+        if kind is None or (kind == "error" and not entry.namespace):
             return
         self.counts[kind] += 1
         times = self.windows.setdefault((kind, entry.namespace, entry.name), deque())

@@ -39,8 +39,10 @@ REGISTRY: dict[str, Scheme] = {
         Scheme("model", "model:<profile>", "mochaos.operator.model_target:from_spec",
                "the reference model of the operator (a Python controller)"),
         Scheme("source", "source:<checkout or git URL>[@<rev>]",
-               "mochaos.operator.source_target:from_spec",
-               "the real manager built from a matrixone-operator checkout or repository"),
+               "mochaos.operator.chart_target:from_source",
+               "the real manager built from a matrixone-operator checkout or repository "
+               "(local: a process; kind: its image and the checkout's chart)",
+               local="mochaos.operator.source_target:from_spec"),
         Scheme("binary", "binary:<path>", "mochaos.operator.binary_target:from_spec",
                "a real manager binary run as a process"),
         Scheme("image", "image:<repository>:<tag>", "mochaos.operator.chart_target:from_spec",

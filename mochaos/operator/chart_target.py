@@ -8,12 +8,19 @@ before Helm runs (see crds.check_chart_can_own_crds).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
 from mochaos.errors import UsageError
+from mochaos.images.catalog import Builder, register
+from mochaos.images.operator_images import manager_image, operator_ref
+from mochaos.operator import checkout as co
+from mochaos.operator import git_source
+from mochaos.operator.chart_source import checkout_chart
 from mochaos.operator.cluster_target import InClusterTarget, client_for, target_kwargs
 from mochaos.operator.crds import check_chart_can_own_crds
 from mochaos.operator.helm import (
@@ -23,9 +30,11 @@ from mochaos.operator.helm import (
     operator_ready,
     wait_operator_ready,
 )
+from mochaos.operator.manager_build import build_manager
 from mochaos.operator.matrixone.minio import MINIO_IMAGE
 from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE, Topology
 from mochaos.paths import state_dir
+from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
@@ -114,6 +123,53 @@ class ImageTarget(InClusterTarget):
                 )
                 wait_operator_ready(api, self.chart)
         self._start_minio(cluster, api)
+
+
+class SourceChartTarget(ImageTarget):
+    """``source:<checkout or git URL>[@<rev>]`` on kind: the manager built from the checkout,
+    packaged as an image (registered in :mod:`mochaos.images.catalog`, so the provider builds
+    it when it loads it), installed with the checkout's own chart."""
+
+    def __init__(self, *, value: str, run_id: str = "", **kwargs: Any) -> None:
+        if git_source.is_url(value):
+            url, ref = git_source.parse(value)
+            found = git_source.identify(url, ref, run_id=run_id)
+            self._checkout: Callable[[], co.Checkout] = partial(
+                git_source.resolve, url, ref, run_id=run_id
+            )
+        else:
+            path, rev = co.parse_source(value)
+            found = co.identify(path, rev)
+            self._checkout = partial(co.resolve, path, rev)
+        super().__init__(ref=operator_ref(found.key), **kwargs)
+        self.spec = f"source:{value}"
+        self.version = f"matrixone-operator@{found.describe}"
+        register(self.ref, Builder(self._build_image, pull_first=False,
+                                   what=f"the operator image of {found.describe}"))  # fmt: skip
+
+    def _build_image(self, docker: DockerCli, progress: Progress) -> None:
+        manager_image(build_manager(self._checkout()), ref=self.ref, docker=docker,
+                      progress=progress)  # fmt: skip
+
+    def install(self, cluster: Cluster) -> None:
+        """Install with the checkout's chart (its dependencies vendored), then as ``image:``."""
+        if self.chart.chart_path is None:
+            chart = checkout_chart(self._checkout())
+            self.chart = replace(self.chart, chart_path=chart, dependency_update=False)
+        super().install(cluster)
+
+
+def from_source(value: str, options: dict[str, Any]) -> SourceChartTarget:
+    """``source:<dir or git URL>[@<rev>]`` on kind: validated now, built when the provider
+    loads it."""
+    if options.get("cluster") == "existing":
+        raise UsageError(
+            "source: cannot run on an existing cluster: its nodes cannot pull an image built here",
+            hint="push the operator's image to a registry its nodes reach and use image:<ref>",
+        )
+    return SourceChartTarget(
+        value=value, run_id=str(options.get("run_id", "")), **target_kwargs(options, chart=True)
+    )
 
 
 def from_spec(value: str, options: dict[str, Any]) -> ImageTarget:

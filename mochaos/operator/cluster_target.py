@@ -8,6 +8,7 @@ pod freezer. Subclasses say how the operator gets installed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,13 @@ class InClusterTarget:
             self._store = self._minio.up()
         return self._store
 
+    def timings_on(self, cluster: Cluster) -> Timings:
+        """The waits on ``cluster``: kind's nodes hold every image before the install
+        (the provider loaded them), so nothing is pulled there."""
+        if cluster.provider == "kind":
+            return replace(self.timings, image_pull=0.0)
+        return self.timings
+
     def close(self) -> None:
         """Stop the MinIO this target started (the in-cluster one stays with the cluster)."""
         if isinstance(self._minio, DockerMinio):
@@ -101,6 +109,7 @@ class InClusterTarget:
         if self._store is None:
             self.install(cluster)
         assert self._store is not None
+        timings = self.timings_on(cluster)
         api = self.client_factory(cluster)
         pool_spec = prepare_namespace(
             api,
@@ -109,7 +118,7 @@ class InClusterTarget:
             mo_version=self.mo_version,
             store=self._store,
             topology=self.topology,
-            timings=self.timings,
+            timings=timings,
             progress=self.progress,
         )
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +139,7 @@ class InClusterTarget:
             pool_spec=pool_spec,
             sessions=sessions,
             freezer=freezer,
-            timings=self.timings,
+            timings=timings,
         )
 
 

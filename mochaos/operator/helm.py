@@ -17,13 +17,14 @@ DaemonSet the chart would bring (kruise-daemon, see :data:`KRUISE_FEATURE_GATES`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mochaos.errors import InfraError
 from mochaos.kruise import manager as kruise_manager
+from mochaos.tooling.progress import say
 from mochaos.tooling.runner import Runner
 from mochaos.tooling.tools import Tool, check_version, require_tool
 from mochaos.tooling.waiting import wait_for
@@ -79,6 +80,8 @@ class ChartOptions:
     repo_url: str = CHART_REPO_URL
     version: str = CHART_VERSION
     chart_path: Path | None = None
+    dependency_update: bool = True
+    """``--dependency-update`` for a local chart (off when its ``charts/`` holds them)."""
     release: str = RELEASE
     namespace: str = NAMESPACE
     kruise_replicas: int = 1
@@ -164,7 +167,9 @@ def helm_commands(
         )
         chart = [f"{CHART_REPO_NAME}/{CHART_NAME}", "--version", options.version]
     else:
-        chart = [str(options.chart_path), "--dependency-update"]
+        chart = [str(options.chart_path)]
+        if options.dependency_update:
+            chart.append("--dependency-update")
     values = chart_values(repository=repository, tag=tag, options=options)
     commands.append(
         [
@@ -199,9 +204,15 @@ def install_chart(
     runner: Runner,
     helm_home: Path,
     search_path: str | None = None,
+    build_helm: Callable[[], str] | None = None,
 ) -> None:
-    """Run the helm commands (helm found on PATH, checked to be Helm 3 >= 3.8 or Helm 4)."""
-    helm = require_tool(HELM, search_path=search_path)
+    """Run the helm commands (helm on PATH, else ours built from its module: ``build_helm``;
+    Helm 3 >= 3.8 or Helm 4)."""
+    try:
+        helm = require_tool(HELM, search_path=search_path)
+    except InfraError:
+        say("helm is not on PATH: using the helm built from its module")
+        helm = (build_helm or _built_helm_cli)()
     major = helm_major(helm, runner=runner)
     helm_home.mkdir(parents=True, exist_ok=True)
     for argv in helm_commands(
@@ -221,6 +232,12 @@ def install_chart(
             timeout=options.timeout + 120,
             echo_stdout=True,
         )
+
+
+def _built_helm_cli() -> str:
+    from mochaos.images.go_tools import helm_cli
+
+    return str(helm_cli(progress=say))
 
 
 def _deployment_ready(apps: Any, name: str, namespace: str) -> tuple[bool, str]:

@@ -528,6 +528,18 @@ def _action_rows(rows: _Rows, history: History, effects: dict[int, Any]) -> None
                 _retry_row(rows, part, history.start, deleting=deleting)
 
 
+def _log_object(rec: LogRecord, seen: set[str]) -> str:
+    """The object a log line is about: a recorded object of its name, else a claim when the
+    line names a namespace (a reconcile), else the library logger the name is (MatrixOne's
+    clients inside the operator log ``name: hakeeper-client-backend`` with no namespace)."""
+    kind = next((k for k in ("CNClaim", "CNClaimSet", "Pod") if k in seen), None)
+    if kind is None and rec.namespace:
+        kind = "CNClaim"
+    if kind is not None and rec.name:
+        return object_ref(kind, rec.name)
+    return f"operator ({rec.name})" if rec.name else "operator"
+
+
 def _log_rows(rows: _Rows, history: History) -> None:
     kinds: dict[str, set[str]] = defaultdict(set)
     for change in history.changes():
@@ -540,9 +552,7 @@ def _log_rows(rows: _Rows, history: History) -> None:
         elif controller_kind is not None:
             obj = object_ref(controller_kind, rec.name) if rec.name else "operator"
         else:
-            seen = kinds.get(rec.name, set())
-            kind = next((k for k in ("CNClaim", "CNClaimSet", "Pod") if k in seen), "CNClaim")
-            obj = object_ref(kind, rec.name) if rec.name else "operator"
+            obj = _log_object(rec, kinds.get(rec.name, set()))
         key = _group_key(rec, obj)
         if key is not None:
             groups.setdefault(key, []).append(rec)

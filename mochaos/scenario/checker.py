@@ -15,16 +15,22 @@ import math
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from mochaos import invariants
 from mochaos.config import CheckOptions
-from mochaos.invariants.judged import dependency_outages, describe, external_freezes
+from mochaos.invariants.judged import (
+    CLOCK_MARKERS,
+    OperatorClock,
+    dependency_outages,
+    describe,
+    external_freezes,
+)
 from mochaos.observe.audit import AuditSlice
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
-from mochaos.types import History, ScenarioResult, Verdict
+from mochaos.types import Entry, History, Marker, ScenarioResult, Verdict
 
 AUDIT_TOLERANCE = 1
 """Largest per-claim difference allowed between our record of the agent's patches and the
@@ -67,14 +73,18 @@ class Monitor:
     detections: dict[str, Detection] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
-    invariants: invariants.Checker = field(init=False)
+    invariants: invariants.IncrementalChecker = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
     cpu: float = 0.0
     """CPU seconds spent in :meth:`update` (its thread's and settle's)."""
+    clock: OperatorClock = field(default_factory=OperatorClock)
+    """The outages and freezes seen so far: the monitor judges on the operator's clock, as
+    the verdict does (mochaos.invariants.judged), so settling waits out the same deadlines."""
     _cursor: int = 0
+    _markers: list[Marker] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.invariants = invariants.Checker(self.options)
+        self.invariants = invariants.IncrementalChecker(self.options, invariants.ALL)
 
     def start(self) -> None:
         """Start the monitor thread."""
@@ -86,20 +96,32 @@ class Monitor:
             self.update()
 
     def update(self) -> float:
-        """Judge what was recorded since the last update; return the ``now`` judged at."""
+        """Judge what was recorded since the last update; return the ``now`` judged at, on
+        the operator's clock (an apiserver outage, a dependency down or a frozen operator
+        stops it)."""
         with self.lock:
             cpu = time.thread_time()
-            now = time.time()  # before reading: every change received by now is read
+            wall = time.time()  # before reading: every change received by now is read
             entries, self._cursor = self.recorder.journal(self._cursor)
+            self._learn_outages(entries)
+            if self.clock.outages:
+                entries = [replace(e, t=self.clock.operator_time(e.t)) for e in entries]
+            now = self.clock.operator_time(wall)
             failed = self.invariants.feed(entries) + self.invariants.poll(now)
             for v in failed:
                 if v.invariant not in self.detections and v.violation:
                     self.detections[v.invariant] = Detection(
-                        v.invariant, time.time(), v.violation.t
+                        v.invariant, time.time(), self.clock.wall_time(v.violation.t)
                     )
                     LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
             self.cpu += time.thread_time() - cpu
             return now
+
+    def _learn_outages(self, entries: list[Entry]) -> None:
+        found = [e for e in entries if isinstance(e, Marker) and e.label.startswith(CLOCK_MARKERS)]
+        if found:
+            self._markers += found
+            self.clock = OperatorClock.of(History(self._markers))
 
     def activity(self, now: float) -> Activity:
         """When the system last moved (our own writes aside) and what is in flight at ``now``."""
@@ -197,11 +219,13 @@ class Checker:
     def _certain(self, decided: list[str], now: float) -> bool:
         """Whether the invariants the monitor found failed for good also fail at ``now`` in
         the history as the verdict will judge it (resourceVersion order, outage-free
-        clock). Evaluated again only when the history or the decided set grew."""
+        clock). ``now`` is on the operator's clock, as the monitor's. Evaluated again only
+        when the history or the decided set grew."""
         history = self._recorder.history()
         key = (len(history), frozenset(decided))
         if self._confirmed is None or self._confirmed[0] != key:
-            verdicts = invariants.evaluate(history, self.options, final=False, now=now)
+            wall = self.monitor.clock.wall_time(now)
+            verdicts = invariants.evaluate(history, self.options, final=False, now=wall)
             failed = {v.invariant for v in verdicts if v.failed}
             self._confirmed = (key, set(decided) <= failed)
         return self._confirmed[1]

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mochaos.cluster.engine_host import RUNTIME_NAME
+from mochaos.cluster.host_facts import HostFacts
 from mochaos.cluster.kind import KindProvider
 from mochaos.cluster.kind_config import (
     AUDIT_POLICY,
@@ -19,10 +21,14 @@ from mochaos.cluster.kind_config import (
     kind_config,
     node_kubernetes_version,
 )
-from mochaos.errors import EXIT_INFRA, InfraError, UsageError
+from mochaos.errors import EXIT_INFRA, BuildError, InfraError, UsageError
 from mochaos.tooling.runner import RecordingRunner, Result
 
 KIND_OK = "kind v0.33.0 go1.26.8 linux/amd64\n"
+FULL_HOST = HostFacts(missing_caps=(), cgroup_version="2")
+"""A host with every capability and cgroup v2: no workaround."""
+OUR_HOST = HostFacts(missing_caps=("CAP_SYS_RESOURCE",), cgroup_version="1")
+"""Our build machines: CAP_SYS_RESOURCE missing from the bounding set, cgroup v1."""
 
 
 CLASSIC = {
@@ -84,8 +90,9 @@ def tools_dir(tmp_path: Path, *names: str) -> str:
 
 
 def provider(tmp_path: Path, runner: RecordingRunner, **kw) -> KindProvider:
-    kw.setdefault("engine", FakeEngine())
+    kw.setdefault("engine", FakeEngine(images=[NODE_IMAGE]))
     kw.setdefault("progress", lambda line: None)
+    kw.setdefault("host", FULL_HOST)
     return KindProvider(
         runner=runner,
         state_dir=tmp_path / "state",
@@ -98,7 +105,7 @@ def provider(tmp_path: Path, runner: RecordingRunner, **kw) -> KindProvider:
 
 
 def _patch(config: dict) -> dict:
-    (text,) = config["nodes"][0]["kubeadmConfigPatches"]
+    text = config["nodes"][0]["kubeadmConfigPatches"][0]
     return yaml.safe_load(text)
 
 
@@ -147,6 +154,15 @@ def test_kubeadm_patch_uses_v1beta4_name_value_args_for_kubernetes_1_36(tmp_path
     assert all(isinstance(v, str) for v in args.values())
 
 
+def test_the_single_control_planes_components_do_not_elect_a_leader(tmp_path: Path) -> None:
+    patch = _patch(kind_config(name="m", node_image=NODE_IMAGE, audit_dir=tmp_path))
+    for component in ("controllerManager", "scheduler"):
+        assert patch[component]["extraArgs"] == [{"name": "leader-elect", "value": "false"}]
+    old = "kindest/node:v1.35.8@sha256:" + "0" * 64
+    patch = _patch(kind_config(name="m", node_image=old, audit_dir=tmp_path))
+    assert patch["scheduler"]["extraArgs"] == {"leader-elect": "false"}
+
+
 def test_kubeadm_patch_uses_a_v1beta3_map_before_kubernetes_1_36(tmp_path: Path) -> None:
     image = "kindest/node:v1.35.8@sha256:" + "0" * 64
     patch = _patch(kind_config(name="m", node_image=image, audit_dir=tmp_path))
@@ -189,7 +205,7 @@ def test_audit_policy_is_a_policy_that_keeps_metadata() -> None:
 
 def test_up_creates_a_cluster_with_the_exact_kind_command(tmp_path: Path) -> None:
     runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "other\n"})
-    engine = FakeEngine()
+    engine = FakeEngine(images=[NODE_IMAGE])
     p = provider(tmp_path, runner, engine=engine)
     assert p.ensure_cluster() is True
     state = tmp_path / "state" / "mochaos"
@@ -240,7 +256,7 @@ def test_cluster_name_flows_into_every_command(tmp_path: Path) -> None:
 
 def test_load_image_pulls_only_when_missing(tmp_path: Path) -> None:
     runner = RecordingRunner({"kind version": KIND_OK})
-    engine = FakeEngine(images=["matrixorigin/matrixone:1.2.3"])
+    engine = FakeEngine(images=["matrixorigin/matrixone:1.2.3", NODE_IMAGE])
     p = provider(tmp_path, runner, engine=engine)
     p.load_image("matrixorigin/matrixone-operator:nightly-abc1234-20260601")
     p.load_image("matrixorigin/matrixone:1.2.3")
@@ -288,21 +304,26 @@ def test_down_says_how_to_remove_the_audit_log_when_the_node_cannot(tmp_path: Pa
     assert runner.commands()[-1].startswith("kind delete cluster")
 
 
-def test_missing_kind_is_an_infra_error_naming_the_install_command(tmp_path: Path) -> None:
-    runner = RecordingRunner()
-    p = KindProvider(
-        runner=runner,
-        engine=FakeEngine(),
-        state_dir=tmp_path,
-        search_path=tools_dir(tmp_path, "docker"),
-    )
+def test_missing_kind_is_built_from_its_module_and_a_failed_build_says_why(
+    tmp_path: Path,
+) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "\n"})
+    built = tmp_path / "cache" / "kind"
+    p = provider(tmp_path, runner, build_kind=lambda: str(built))
+    (tmp_path / "nokind").mkdir()
+    p.search_path = tools_dir(tmp_path / "nokind", "docker")
+    p.ensure_cluster()
+    assert runner.calls[0][0] == str(built)
+
+    def no_go() -> str:
+        raise BuildError("go not found", hint="install Go >= 1.26 and put it on PATH")
+
+    p = provider(tmp_path, RecordingRunner(), build_kind=no_go)
+    p.search_path = tools_dir(tmp_path / "nokind", "docker")
     with pytest.raises(InfraError) as info:
         p.up()
-    assert str(info.value) == (
-        "kind not found on PATH: install it with `go install sigs.k8s.io/kind@v0.33.0`"
-    )
+    assert str(info.value) == "go not found: install Go >= 1.26 and put it on PATH"
     assert info.value.exit_code == EXIT_INFRA
-    assert runner.calls == []
 
 
 def test_missing_docker_cli_is_an_infra_error(tmp_path: Path) -> None:
@@ -329,16 +350,78 @@ def test_a_failing_kind_create_is_an_infra_error_with_its_reason(tmp_path: Path)
 # -- the engine's properties decide before kind runs ------------------------------------------
 
 
-def test_a_cgroup_v1_host_is_refused_before_any_kind_command(tmp_path: Path) -> None:
-    runner = RecordingRunner({"kind version": KIND_OK})
-    engine = FakeEngine(info={**CLASSIC, "ServerVersion": "28.2.2", "CgroupVersion": "1"})
-    with pytest.raises(InfraError) as info:
-        provider(tmp_path, runner, engine=engine).ensure_cluster()
-    assert str(info.value).startswith(
-        "the Docker host reports cgroup v1; the kind node's kubelet (Kubernetes >= 1.35) "
-        "refuses to start without cgroup v2: "
+def test_our_hosts_gaps_become_the_workarounds_they_need_with_the_reason(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "\n"})
+    lines: list[str] = []
+    engine = FakeEngine(
+        info={**CLASSIC, "CgroupVersion": "1", "DefaultRuntime": RUNTIME_NAME},
+        images=[NODE_IMAGE],
     )
+    provider(tmp_path, runner, engine=engine, host=OUR_HOST, progress=lines.append).ensure_cluster()
+    config = yaml.safe_load((tmp_path / "state" / "mochaos" / "kind-config.yaml").read_text())
+    assert config["containerdConfigPatches"] == [
+        '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
+    ]
+    kubelet = yaml.safe_load(config["nodes"][0]["kubeadmConfigPatches"][1])
+    assert kubelet == {
+        "kind": "KubeletConfiguration",
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "failCgroupV1": False,
+    }
+    assert [ln for ln in lines if ln.startswith("kind: ")] == [
+        "kind: containerd restrict_oom_score_adj, because lowering oom_score_adj needs "
+        "CAP_SYS_RESOURCE, which the nodes cannot have: pod sandboxes would fail to start",
+        "kind: kubelet failCgroupV1: false, because the Docker host runs cgroup v1, which "
+        "kubelet >= 1.35 refuses unless told not to",
+    ]
+
+
+def test_a_full_host_on_cgroup_v2_gets_no_workaround(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "\n"})
+    lines: list[str] = []
+    provider(tmp_path, runner, progress=lines.append).ensure_cluster()
+    config = yaml.safe_load((tmp_path / "state" / "mochaos" / "kind-config.yaml").read_text())
+    assert "containerdConfigPatches" not in config
+    assert len(config["nodes"][0]["kubeadmConfigPatches"]) == 1
+    assert not [ln for ln in lines if ln.startswith("kind: ")]
+
+
+def test_an_engine_without_the_shim_is_refused_where_the_host_lacks_capabilities(
+    tmp_path: Path,
+) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK})
+    engine = FakeEngine(info={**CLASSIC, "DefaultRuntime": "runc"})
+    p = provider(tmp_path, runner, engine=engine, host=OUR_HOST)
+    with pytest.raises(InfraError) as info:
+        p.ensure_cluster()
+    assert str(info.value).startswith(
+        "the Docker engine's default runtime (runc) cannot start kind's privileged nodes here: "
+        "the capability bounding set lacks CAP_SYS_RESOURCE"
+    )
+    assert str(info.value).endswith("`python -m mochaos kind engine up`")
     assert runner.commands() == ["kind version"]
+
+
+def test_the_offline_node_image_is_used_when_kinds_cannot_be_pulled(tmp_path: Path) -> None:
+    class Offline(FakeEngine):
+        def pull(self, ref: str, *, progress) -> None:
+            raise InfraError("pulling failed: no such host registry-1.docker.io")
+
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "\n"})
+    lines: list[str] = []
+    p = provider(tmp_path, runner, engine=Offline(), progress=lines.append)
+    offline = "mochaos.local/kind-node:v1.36.3-0123456789ab"
+    p.offline_node_image = lambda: offline  # the build itself: tests/images
+    p.ensure_cluster()
+    assert f"--image {offline}" in runner.commands()[-1]
+    assert "kind's node image cannot be pulled (pulling failed: no such host " in "".join(lines)
+
+
+def test_the_offline_node_image_networks_one_node_only(tmp_path: Path) -> None:
+    runner = RecordingRunner({"kind version": KIND_OK, "kind get clusters": "\n"})
+    p = provider(tmp_path, runner, node_image="mochaos.local/kind-node:v1.36.3-0123", workers=1)
+    with pytest.raises(UsageError, match="networks one node only"):
+        p.ensure_cluster()
 
 
 def test_a_recent_engine_on_cgroup_v2_passes(tmp_path: Path) -> None:

@@ -9,16 +9,13 @@ turn that into a one-line InfraError (exit 3), never a test failure.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from mochaos.cluster.host_facts import HostFacts
 from mochaos.cluster.kind import KIND, KindProvider
-from mochaos.cluster.kind_config import KIND_VERSION
 from mochaos.errors import EXIT_INFRA, InfraError
-from mochaos.paths import cache_dir
 from mochaos.tooling.runner import SubprocessRunner
 from mochaos.tooling.tools import check_version
 
@@ -44,24 +41,14 @@ class ClaimsToBeUp:
 
 @pytest.fixture(scope="module")
 def kind_dir() -> Path:
-    """A directory with the real kind CLI (go-installed into the cache when missing)."""
-    target = cache_dir() / "bin" / f"kind-{KIND_VERSION}"
-    if not (target / "kind").exists():
-        go = shutil.which("go")
-        if go is None:
-            pytest.skip("go is not installed: cannot build the kind CLI")
-        target.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [go, "install", f"sigs.k8s.io/kind@{KIND_VERSION}"],
-            env={**os.environ, "GOBIN": str(target), "GOFLAGS": "-mod=mod"},
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if proc.returncode != 0:
-            pytest.skip(f"cannot build kind from the Go module proxy: {proc.stderr[-200:]}")
-    return target
+    """A directory with the real kind CLI (built into the cache by our recipe when missing)."""
+    from mochaos.errors import BuildError
+    from mochaos.images.go_tools import kind_cli
+
+    try:
+        return kind_cli(progress=lambda line: None).parent
+    except BuildError as err:
+        pytest.skip(f"cannot build kind from the Go module proxy: {err}")
 
 
 def _provider(kind_dir: Path, tmp_path: Path) -> KindProvider:
@@ -69,6 +56,7 @@ def _provider(kind_dir: Path, tmp_path: Path) -> KindProvider:
         name="mochaos-cli-test",
         runner=SubprocessRunner(progress=None, env=NO_ENGINE, log_path=tmp_path / "cmd.log"),
         engine=ClaimsToBeUp(),
+        host=HostFacts(missing_caps=(), cgroup_version="2"),
         state_dir=tmp_path,
         search_path=f"{kind_dir}{os.pathsep}{os.environ.get('PATH', '')}",
     )
@@ -104,29 +92,3 @@ def test_real_kind_load_of_a_missing_image_is_an_infra_error(
         "kind load docker-image mochaos/not-there:v0 (classic (overlay2) image store) failed "
         "(exit 1): "
     )
-
-
-def test_real_kind_against_the_real_engine_lists_clusters_and_refuses_a_cgroup_v1_host(
-    kind_dir: Path, tmp_path: Path
-) -> None:
-    from mochaos.cluster.docker_engine import DockerEngine, parse_info
-
-    try:
-        engine = DockerEngine()
-    except InfraError as err:
-        pytest.skip(f"no Docker engine reachable: {err}")
-    if parse_info(engine.info()).cgroup_version == "2":
-        pytest.skip("a cgroup v2 host: ensure_cluster would create a real cluster")
-    provider = KindProvider(
-        name="mochaos-cli-test",
-        runner=SubprocessRunner(progress=None, log_path=tmp_path / "cmd.log"),
-        state_dir=tmp_path,
-        search_path=f"{kind_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-    )
-    # The real kind CLI reaches the real engine...
-    assert "mochaos-cli-test" not in provider._existing_clusters(provider.kind())
-    # ...and the host's cgroup v1 stops the run before kind creates anything.
-    with pytest.raises(InfraError, match="reports cgroup v1") as info:
-        provider.ensure_cluster()
-    assert info.value.exit_code == EXIT_INFRA
-    assert not (tmp_path / "mochaos-cli-test" / "kind-config.yaml").exists()

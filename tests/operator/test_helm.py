@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mochaos.errors import EXIT_INFRA, InfraError
+from mochaos.errors import EXIT_INFRA, BuildError, InfraError
 from mochaos.operator.helm import (
     KRUISE_FEATURE_GATES,
     ChartOptions,
@@ -164,19 +164,41 @@ def test_install_chart_checks_helm_then_adds_the_repo_and_upgrades(tmp_path: Pat
     assert (tmp_path / "helm").is_dir()
 
 
-def test_missing_helm_is_an_infra_error_naming_the_install_command(tmp_path: Path) -> None:
+def test_missing_helm_is_built_from_its_module_and_a_failed_build_says_why(
+    tmp_path: Path,
+) -> None:
+    runner = RecordingRunner({"helm version": "v3.22.0+g1"})
+    install_chart(
+        cluster=CLUSTER, repository="r/op", tag="t", options=ChartOptions(), runner=runner,
+        helm_home=tmp_path, search_path=str(tmp_path), build_helm=lambda: "/cache/helm",
+    )  # fmt: skip
+    assert runner.calls[0][0] == "/cache/helm"
+    assert runner.commands()[-1].startswith("helm upgrade --install mo ")
+
+    def no_go() -> str:
+        raise BuildError("go not found", hint="install Go >= 1.26 and put it on PATH")
+
     runner = RecordingRunner()
     with pytest.raises(InfraError) as info:
         install_chart(
             cluster=CLUSTER, repository="r/op", tag="t", options=ChartOptions(), runner=runner,
-            helm_home=tmp_path, search_path=str(tmp_path),
+            helm_home=tmp_path, search_path=str(tmp_path), build_helm=no_go,
         )  # fmt: skip
-    assert str(info.value) == (
-        "helm not found on PATH: install it with `go install helm.sh/helm/v3/cmd/helm@v3.22.0` "
-        "(or your package manager)"
-    )
+    assert str(info.value) == "go not found: install Go >= 1.26 and put it on PATH"
     assert info.value.exit_code == EXIT_INFRA
     assert runner.calls == []
+
+
+def test_a_vendored_local_chart_is_installed_without_a_dependency_update(tmp_path: Path) -> None:
+    helm = "/usr/bin/helm"
+    common = dict(helm=helm, helm_major=3, cluster=CLUSTER, repository="r/op", tag="t",
+                  helm_home=tmp_path)  # fmt: skip
+    vendored = ChartOptions(chart_path=tmp_path / "chart", dependency_update=False)
+    (install,) = helm_commands(options=vendored, **common)
+    assert str(tmp_path / "chart") in install
+    assert "--dependency-update" not in install
+    (install,) = helm_commands(options=ChartOptions(chart_path=tmp_path / "chart"), **common)
+    assert "--dependency-update" in install
 
 
 def test_old_helm_is_refused_before_installing(tmp_path: Path) -> None:

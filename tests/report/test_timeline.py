@@ -209,6 +209,23 @@ def test_log_lines_keep_their_key_fields():
     assert [r.object for r in rows if r.event.startswith("sort claims")] == ["claimset/S9"]
 
 
+def test_a_library_loggers_name_is_not_taken_for_a_claim():
+    # MatrixOne's clients inside the real operator log `name: hakeeper-client-backend` and no
+    # namespace; a reconcile line names its namespace and object.
+    b = HistoryBuilder()
+    _bound_claim(b)
+    b.namespace = ""
+    b.at(1).log("read loop stopped", "hakeeper-client-backend", level="error", error="EOF")
+    b.namespace = "ns"
+    b.at(2).log("boom", "Y", level="error", error="store not found in cache: u1")
+    rows = build_rows(b.history(), [])
+    objects = {r.event: r.object for r in rows if r.component == "operator"}
+    assert objects == {
+        "error: EOF": "operator (hakeeper-client-backend)",
+        "error: store not found in cache: u1": "claim/Y",
+    }
+
+
 # --------------------------------------------------------------------------
 # violations and markers
 # --------------------------------------------------------------------------

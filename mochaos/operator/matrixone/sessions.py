@@ -41,6 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
+
 from mochaos.errors import InfraError
 from mochaos.tooling.extras import import_extra
 from mochaos.tooling.progress import Progress, say
@@ -53,6 +55,28 @@ PASSWORD = "111"
 CLIENT_ADDR = "mochaos"
 SALT_LENGTH = 20
 CONNECT_TIMEOUT = 30.0
+LOST_CONNECTION = (2003, 2006, 2013)
+"""MySQL client errors of a connection that failed or went silent (not a refused login)."""
+
+
+def _transient(err: BaseException) -> bool:
+    """A session opening that failed on its transport, worth another try."""
+    cause = err.__cause__
+    if isinstance(cause, OSError):
+        return True
+    args = getattr(cause, "args", ())
+    code = args[0] if args else None
+    return type(cause).__name__ == "OperationalError" and code in LOST_CONNECTION
+
+
+OPEN_RETRY = {
+    "retry": retry_if_exception(_transient),
+    "stop": stop_after_attempt(3),
+    "wait": wait_fixed(2),
+    "reraise": True,
+}
+"""A session whose transport failed or went silent (a stalled or broken port-forward) is
+tried again; a refused login is not."""
 
 
 class Sessions(Protocol):
@@ -186,7 +210,9 @@ class SqlSessions:
         user: str = USER,
         password: str = PASSWORD,
         progress: Progress = say,
+        timeout: float = CONNECT_TIMEOUT,
     ) -> None:
+        self.timeout = timeout
         self._pymysql = import_extra("pymysql", why="holding SQL sessions on MatrixOne's CNs")
         self._connect = connect
         self.user = user
@@ -210,7 +236,7 @@ class SqlSessions:
                 while len(held) > n:
                     held.pop().close()
                 while len(held) < n:
-                    held.append(self._open(pod))
+                    held.append(Retrying(**OPEN_RETRY)(self._open, pod))
             finally:
                 if not held:
                     del self._held[pod]
@@ -244,7 +270,11 @@ class SqlSessions:
         connection = self._pymysql.connections.Connection(
             user=self.user,
             password=self.password,
-            connect_timeout=CONNECT_TIMEOUT,
+            connect_timeout=self.timeout,
+            # A stream handed to PyMySQL gets only the read timeout: without one a handshake
+            # over a port-forward the loaded apiserver stalled waited forever (seen on kind).
+            read_timeout=self.timeout,
+            write_timeout=self.timeout,
             autocommit=True,
             defer_connect=True,
         )

@@ -3,10 +3,11 @@
 Built from the operator's own intervals (matrixone-operator 2301e3b) and the
 start-up of MatrixOne pods (image pull, process start, registration with the
 log service), summed per step and given a margin. The intervals are the
-operator's constants; the start-up figures are estimates, above what the Docker
-trial of the operator's pods measured (docs/matrixone-image.md: SQL on a CN ~40 s
-after a namespace's pods started, on a loaded 2-core machine), since on kind
-scheduling, volumes and the operator's own ordering of the sets come on top.
+operator's constants; a CN's start is measured on kind; the other start-up
+figures are estimates, above what the Docker trial of the operator's pods
+measured (docs/matrixone-image.md: SQL on a CN ~40 s after a namespace's pods
+started, on a loaded 2-core machine), since on kind scheduling, volumes and the
+operator's own ordering of the sets come on top.
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ IMAGE_PULL = 180.0
 """A node pulling a MatrixOne image (~0.5 GB) itself; ~0 when kind loaded it beforehand."""
 POD_START = 10.0
 """Scheduling and container start of a pod whose image is on the node."""
-MO_START = 90.0
-"""A MatrixOne process from container start to registering with the log service."""
+MO_START = 150.0
+"""A MatrixOne CN from its pod's creation to the operator marking it Idle, as measured on
+kind (docs/kind.md, Figures): median ~50 s, the slowest 197 s while two scenarios started
+their pools at once on 2 cores under a load average of ~40."""
 LOG_SERVICE_START = 180.0
 """Three log replicas electing HAKeeper and the TN joining them (LogSet and DNSet Ready)."""
 OPERATOR_START = 30.0

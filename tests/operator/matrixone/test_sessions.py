@@ -235,6 +235,21 @@ def test_a_cn_that_refuses_the_login_is_an_infra_error_naming_the_pod() -> None:
         cn.close()
 
 
+def test_a_cn_that_never_answers_is_an_infra_error_not_a_hang() -> None:
+    # A port-forward the loaded apiserver stalled: bytes go in, nothing comes back.
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    try:
+        sessions = SqlSessions(tcp("127.0.0.1", port), progress=lambda line: None, timeout=0.5)
+        t0 = time.monotonic()
+        with pytest.raises(InfraError, match="cannot open a SQL session on CN pod cn-0"):
+            sessions.hold("cn-0", 1)
+        assert time.monotonic() - t0 < 15  # three tries of 0.5 s, 2 s apart
+        assert sessions.held("cn-0") == 0
+    finally:
+        silent.close()
+
+
 def test_a_port_forward_to_a_missing_pod_is_an_infra_error_local(cluster, namespace) -> None:
     from mochaos.kube import new_api_client
 
