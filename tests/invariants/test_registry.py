@@ -85,6 +85,34 @@ def test_two_invariants_with_one_id_are_refused(tmp_path):
     sys.modules.pop(f"{registry.PACKAGE}.again", None)
 
 
+def test_modules_without_an_invariant_and_private_modules_are_not_invariants(tmp_path):
+    (tmp_path / "helpers.py").write_text("VALUE = 1\n")
+    (tmp_path / "_private.py").write_text(ADDED.replace("always-fine", "private"))
+    assert registry.discover([tmp_path]) == ALL
+    sys.modules.pop(f"{registry.PACKAGE}.helpers", None)
+    assert f"{registry.PACKAGE}._private" not in sys.modules
+
+
+def test_an_invariant_that_is_not_an_invariant_base_is_refused(tmp_path):
+    (tmp_path / "odd.py").write_text("INVARIANT = object()\n")
+    with pytest.raises(ValueError, match=r"mochaos\.invariants\.odd\.INVARIANT is not an"):
+        registry.discover([tmp_path])
+    sys.modules.pop(f"{registry.PACKAGE}.odd", None)
+
+
+def test_rank_orders_before_the_id(tmp_path):
+    (tmp_path / "early.py").write_text(
+        ADDED.replace("always-fine", "zz-early").replace(
+            'id = "zz-early"', 'id = "zz-early"\n    rank = 0'
+        )
+    )
+    (tmp_path / "always_fine.py").write_text(ADDED)
+    found = [inv.id for inv in registry.discover([tmp_path])]
+    assert found == ["zz-early", *IDS, "always-fine"]
+    for name in ("early", "always_fine"):
+        sys.modules.pop(f"{registry.PACKAGE}.{name}", None)
+
+
 ADDED = """
 from mochaos.invariants.base import InvariantBase, Judge
 
