@@ -41,13 +41,10 @@ def figures_of(exploration: dict[str, Any]) -> dict[str, Any]:
     """The figures of the last invocation recorded in an exploration file."""
     last = exploration["history"][-1]
     matrix = next((b for b in last.get("batches", []) if b["what"] == "matrix"), None)
-    durations = [
-        r["duration"] for c in exploration["cases"] if c["id"] != "learn" for r in c["runs"]
-        if r.get("duration")
-    ]  # fmt: skip
     learn = exploration["learn"]
     wall = matrix["seconds"] if matrix else None
     runs = matrix["runs"] if matrix else 0
+    case_seconds = matrix.get("case_seconds") if matrix else None
     return {
         "target": exploration["target"],
         "workload": exploration["workload"],
@@ -60,8 +57,8 @@ def figures_of(exploration: dict[str, Any]) -> dict[str, Any]:
         "matrix_workers": matrix["workers"] if matrix else None,
         "matrix_seconds": wall,
         "cases_per_hour": round(runs / wall * 3600, 1) if wall else None,
-        "mean_case_seconds": round(sum(durations) / len(durations), 1) if durations else None,
-        "concurrency": round(sum(durations) / wall, 2) if wall and durations else None,
+        "mean_case_seconds": round(case_seconds / runs, 1) if case_seconds and runs else None,
+        "concurrency": round(case_seconds / wall, 2) if case_seconds and wall else None,
         "signatures": [s["signature"] for s in exploration["signatures"]],
         "machine": machine(),
     }

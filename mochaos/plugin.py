@@ -303,7 +303,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif isinstance(exc, Inconclusive):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
-    if report.when == "call":
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        # The report the scenario's result is made of when it has no verdict (a set-up
+        # that was inconclusive or broke never reaches the call).
         item.stash[_REPORT_KEY] = report
     elif report.when == "setup" and report.failed and "scenario" in item.fixturenames:
         _write_setup_error(item, report)
@@ -648,11 +650,13 @@ def _longrepr_text(report: pytest.TestReport | None) -> str:
 
 
 def _outcome_of(report: pytest.TestReport | None) -> Any:
-    if report is None or getattr(report, ERROR_ATTR, None) or report.when != "call":
+    if report is None or getattr(report, ERROR_ATTR, None):
         return "error"
     if report.skipped:
         text = _longrepr_text(report)
         return "inconclusive" if text.startswith("INCONCLUSIVE") else "error"
+    if report.when != "call":
+        return "error"
     return {"passed": "passed", "failed": "failed"}.get(report.outcome, "error")
 
 

@@ -466,13 +466,16 @@ class LocalProvider:
                 cmd, env=self._env(), capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired as err:
+            # What it printed before it was killed is the only account of where it hung.
+            _log_command(
+                log, cmd, _text(err.stdout) + _text(err.stderr), f"killed after {timeout:.0f}s"
+            )
             raise InfraError(
                 f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''} timed out after "
                 f"{timeout:.0f}s",
                 hint=f"see {log} and {self.cluster_dir / 'logs'}",
             ) from err
-        with log.open("a", encoding="utf-8") as fh:
-            fh.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n(exit {proc.returncode})\n")
+        _log_command(log, cmd, proc.stdout + proc.stderr, f"exit {proc.returncode}")
         if proc.returncode != 0:
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise InfraError(
@@ -613,3 +616,16 @@ def _stop_pid(pid: int, component: str, grace: float = 5.0) -> None:
 
 def _gone_within(pid: int, component: str, seconds: float) -> bool:
     return wait_gone(lambda: is_our_process(pid, component), seconds)
+
+
+def _log_command(log: Path, cmd: Sequence[str], output: str, end: str) -> None:
+    """Append a command, what it printed and how it ended (``exit 0``, ``killed after …``)."""
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n{output}\n({end})\n")
+
+
+def _text(data: str | bytes | None) -> str:
+    """A timed-out child's partial output, whichever type ``subprocess`` left it in."""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return data or ""

@@ -109,8 +109,13 @@ class Explorer:
                 )
         self.cases_run += total
         seconds = time.monotonic() - started
+        case_seconds = sum(
+            run.duration for case_id, copies in runs.items()
+            for run in exploration.cases[case_id].runs[-copies:]
+        )  # fmt: skip
         self.batches.append({"what": what, "runs": total, "seconds": round(seconds, 1),
-                             "workers": min(self.s.workers, total)})  # fmt: skip
+                             "workers": min(self.s.workers, total),
+                             "case_seconds": round(case_seconds, 1)})  # fmt: skip
         counts = _counts(exploration, runs)
         print(f"explore: {what}: {counts} in {seconds:.0f}s (pytest exit {code})", flush=True)
 

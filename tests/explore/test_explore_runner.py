@@ -99,6 +99,9 @@ def test_resume_spends_the_budget_on_cells_not_decided_yet(tmp_path):
     assert any("kill" in c for c in second.batches[0])  # inconclusive: explored again
     resumed, _ = _exploration(tmp_path)
     assert len([c for c in resumed.cases.values() if c.is_decided]) == len(decided) + 10
+    # The batch's own runs only (a second of each), not those of the first invocation.
+    matrix = next(b for b in resumed.history[-1]["batches"] if b["what"] == "matrix")
+    assert matrix["case_seconds"] == 10.0
 
 
 def test_resume_refuses_another_target(tmp_path):
