@@ -319,7 +319,7 @@ def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
 
     cfg = run_config(item.config)
     result = error_result(
-        item.nodeid, outcome="error", message=_longrepr_text(report),
+        _test_id(item), outcome="error", message=_longrepr_text(report),
         phase=getattr(report, ERROR_ATTR, "") or progress.current_phase(),
         operator_target=cfg.operator, cluster_provider=cfg.cluster, seed=cfg.chaos_seed,
     )  # fmt: skip
@@ -586,7 +586,7 @@ def scenario(
     )
     sc = Scenario(
         cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
-        nodeid=request.node.nodeid,
+        nodeid=_test_id(request.node),
     )  # fmt: skip
     yield sc
     sc.close()
@@ -605,7 +605,7 @@ def _write_reports(
     if result is None:
         report = item.stash.get(_REPORT_KEY, None)
         result = error_result(
-            item.nodeid,
+            _test_id(item),
             outcome=_outcome_of(report),
             message=_longrepr_text(report),
             phase=getattr(report, ERROR_ATTR, "") or "",
@@ -625,6 +625,14 @@ def _write_reports(
     )  # fmt: skip
     item.user_properties.extend(junit_properties(result, folder=folder))
     item.add_report_section("teardown", "stdout", attachment_line(folder))
+
+
+def _test_id(item: pytest.Item) -> str:
+    """The test's id as reports show it: as imported (``mochaos/suites/test_x.py::test``),
+    never with the folder its package is installed in."""
+    from mochaos.testids import portable_nodeid
+
+    return portable_nodeid(item.nodeid)
 
 
 def _test_folder(item: pytest.Item, cfg: RunConfig) -> Path:

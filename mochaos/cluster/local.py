@@ -389,15 +389,21 @@ class LocalProvider:
 
     def dependency_checks(self) -> dict[str, Callable[[], str | None]]:
         """For each double (what runs beside the control plane for the operator): why it is
-        unavailable now — not running as the supervisor's table says, or failing its health
-        check — or None (see :mod:`mochaos.observe.periods`)."""
+        unavailable now — not running as the supervisor's table says, restarted since the
+        last look (a crash the supervisor mended between two probes), or failing its
+        health check — or None (see :mod:`mochaos.observe.periods`)."""
 
         def check(double: DoubleSpec) -> Callable[[], str | None]:
             ctx = self._double_context(double)
+            seen: list[int | None] = [None]
 
             def now() -> str | None:
-                if doubles_host.running(double, self.supervision) is None:
+                pid = doubles_host.running(double, self.supervision)
+                before, seen[0] = seen[0], pid
+                if pid is None:
                     return "not running"
+                if before is not None and before != pid:
+                    return f"restarted (pid {before} -> {pid})"
                 return doubles_host.health(double, ctx)
 
             return now
