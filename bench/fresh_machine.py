@@ -5,8 +5,9 @@ an empty ``MOCHAOS_CACHE``, an empty ``GOCACHE`` (Go's build cache), its own
 ``MOCHAOS_STATE`` (so a cluster of its own is started, then removed) and
 ``MOCHAOS_BINARIES=build``; Go's module cache stays warm unless ``--cold-modules`` (then the
 modules are fetched from the module proxy too). Prints what it built and how long each
-component took, the cluster's start, the job, the whole and the machine's load average
-while it ran (a shared machine's other work slows a build); with ``--lanes 1,2`` once per
+component took, the cluster's start and the CPU seconds its build used (nearly the same whatever
+else the machine runs; over the cores, a floor of its wall time on an idle machine), the
+job, the whole and the machine's load average while it ran; with ``--lanes 1,2`` once per
 ``MOCHAOS_BUILD_LANES`` value, for their ratio. Everything is in ``--tmp-dir`` and removed.
 Needs ~6 GB free there (``--cold-modules``: ~10 GB). Takes 10-20 minutes per run on 2 cores.
 Run: ``python bench/fresh_machine.py --help``.
@@ -14,8 +15,10 @@ Run: ``python bench/fresh_machine.py --help``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,6 +47,33 @@ LOAD_EVERY = 15.0
 def seconds_of(match: re.Match[str]) -> float:
     """A ``done in 1m05s`` match in seconds."""
     return int(match["m"] or 0) * 60 + int(match["s"])
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's ended children (and their waited descendants)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants, the ended ones
+    their parents waited for included (``/proc/<pid>/stat``: utime, stime, cutime, cstime):
+    what a build consumed, whatever else the machine runs meanwhile."""
+    stats: dict[int, tuple[int, float]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            ticks = sum(int(f) for f in fields[11:15])
+            stats[int(stat.parent.name)] = (int(fields[1]), ticks / os.sysconf("SC_CLK_TCK"))
+    tree, seconds = {root}, 0.0
+    for _ in range(64):  # descend level by level
+        more = {pid for pid, (ppid, _) in stats.items() if ppid in tree} - tree
+        if not more:
+            break
+        tree |= more
+    for pid in tree:
+        seconds += stats.get(pid, (0, 0.0))[1]
+    return seconds
 
 
 class LoadSampler:
@@ -85,9 +115,10 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
            "-p", "no:cacheprovider", "--mochaos-reports-dir", str(root / "reports")]  # fmt: skip
     print(f"bench: lanes {lanes}: $ {' '.join(cmd[2:])} (in {root})", file=sys.stderr, flush=True)
     load = LoadSampler()
+    cpu0 = children_cpu()
     t0 = time.monotonic()
     built: dict[str, float] = {}
-    what, cluster_ready, job_start = "", None, None
+    what, cluster_ready, build_cpu, job_start = "", None, None, None
     try:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -101,9 +132,11 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
                     built[m["name"]] = seconds_of(m)
                 elif m := READY.search(line):
                     cluster_ready = time.monotonic() - t0
+                    build_cpu = tree_cpu(proc.pid)
                     job_start = time.monotonic()
         rc = proc.wait()
-        total = time.monotonic() - t0
+        end = time.monotonic()
+        total, total_cpu = end - t0, children_cpu() - cpu0
     finally:
         subprocess.run(
             [sys.executable, "-m", "mochaos", "cluster", "down"], cwd=ROOT, env=env,
@@ -114,8 +147,8 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
         raise InfraError(f"the fresh run built nothing (exit {rc})", hint=f"see {root}.log")
     return {
         "lanes": lanes, "built": what, "components": built, "exit": rc, "total": total,
-        "build": None if cluster_ready is None else cluster_ready,
-        "job": None if job_start is None else time.monotonic() - job_start,
+        "build": cluster_ready, "build_cpu": build_cpu, "total_cpu": total_cpu,
+        "job": None if job_start is None else end - job_start,
         "cold_modules": cold_modules,
         "loadavg": load.stop(),
     }  # fmt: skip
@@ -136,9 +169,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for r in runs:
         parts = ", ".join(f"{k} {v:.0f}s" for k, v in r["components"].items())
-        times = [figures.fmt(r[k], "s", 0) for k in ("build", "job", "total")]
+        times = [figures.fmt(r[k], "s", 0) for k in ("build", "build_cpu", "job", "total")]
         rows.append([str(r["lanes"]), *times, parts, str(r["exit"])])
-    print(figures.table(["lanes", "to cluster ready", "job", "total", "built", "exit"], rows))
+    print(figures.table(
+        ["lanes", "to cluster ready", "its CPU", "job", "total", "built", "exit"], rows
+    ))  # fmt: skip
+    for r in runs:
+        if r["build_cpu"] is not None:
+            floor = r["build_cpu"] / (os.cpu_count() or 1)
+            print(f"lanes {r['lanes']}: the build used {r['build_cpu']:.0f} CPU-s: on "
+                  f"{os.cpu_count()} idle cores it takes at least {floor:.0f}s")  # fmt: skip
     print(f"built: {runs[0]['built']}")
     for r in runs:
         load = r["loadavg"]

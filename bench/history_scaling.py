@@ -23,7 +23,7 @@ from pathlib import Path
 import figures
 
 from mochaos.errors import UsageError
-from mochaos.invariants import Checker, evaluate
+from mochaos.invariants import ALL, IncrementalChecker, evaluate
 from mochaos.types import CheckOptions, History
 
 sys.path.insert(0, str(figures.REPO / "tests"))
@@ -36,14 +36,14 @@ OPTIONS = CheckOptions()
 
 def one_shot(history: History) -> None:
     """Feed the whole history, then ask for the settle verdicts."""
-    checker = Checker(OPTIONS)
+    checker = IncrementalChecker(OPTIONS, ALL)
     checker.feed(history)
     checker.verdicts(final=True)
 
 
 def monitor(history: History, chunk: int) -> None:
     """The scenario's pattern: feed a chunk, then poll the verdicts, in_flight, last_move."""
-    checker = Checker(OPTIONS)
+    checker = IncrementalChecker(OPTIONS, ALL)
     for start in range(0, len(history), chunk):
         part = history[start : start + chunk]
         checker.feed(part)

@@ -15,6 +15,7 @@ from typing import Any
 
 from mochaos import __version__
 from mochaos.cluster import PROVIDERS
+from mochaos.config import CHECK_SETTINGS
 from mochaos.errors import MochaosError, UsageError
 
 SUITES = Path(__file__).resolve().parent / "suites"
@@ -130,10 +131,8 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="re-judge a saved history.jsonl[.gz] with every invariant")
     c.add_argument("history", type=Path, help="a test's history.jsonl (or .jsonl.gz)")
-    c.add_argument("--time-scale", type=float, help="override the run's time scale")
-    c.add_argument("--finalize-timeout", type=float, help="override (operator seconds)")
-    c.add_argument("--retry-budget", type=int, help="override (finalize retries per window)")
-    c.add_argument("--migration-timeout", type=float, help="override (operator seconds)")
+    for setting in CHECK_SETTINGS:
+        c.add_argument(setting.flag, type=setting.parse, help=f"override the run's: {setting.help}")
     return p
 
 
@@ -308,11 +307,7 @@ def _check(args: argparse.Namespace) -> int:
     from mochaos.report.recheck import options_line, recheck, verdict_line
 
     history, verdicts, options, origin = recheck(
-        args.history,
-        time_scale=args.time_scale,
-        finalize_timeout=args.finalize_timeout,
-        retry_budget=args.retry_budget,
-        migration_timeout=args.migration_timeout,
+        args.history, {s.name: getattr(args, s.name) for s in CHECK_SETTINGS}
     )
     print(options_line(options, origin), file=sys.stderr)
     for verdict in verdicts:

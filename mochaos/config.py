@@ -131,6 +131,15 @@ class Setting:
     repeat: bool = False
     """The option may be given several times (values collected in a tuple)."""
     group: str = "run"
+    check: bool = False
+    """An invariant threshold in operator time: ``RunConfig.check_options`` passes it on and
+    ``python -m mochaos check`` can override it."""
+    target: bool = False
+    """Operator targets read it (``RunConfig.target_options``)."""
+    shown: str = ""
+    """How the docs show the default, when not as its value."""
+    doc: str = ""
+    """Markdown the docs' settings table adds to ``help`` (links, details)."""
 
     @property
     def ini(self) -> str:
@@ -166,58 +175,66 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("operator", "--operator", "operator target: model:<profile>, source:<dir>[@rev], "
             "binary:<path>, image:<ref> or installed", "model:upstream"),
     Setting("operator_crds", "--operator-crds", "binary:/image: targets: directory of the "
-            "operator's CRDs (deploy/crds of a checkout)", None, _path),
+            "operator's CRDs (deploy/crds of a checkout)", None, _path, target=True),
     Setting("operator_entrypoint", "--operator-entrypoint", "image: on the local cluster: "
-            "the manager's path in the image", "/manager"),
+            "the manager's path in the image", "/manager", target=True),
     Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
-            "may take to start its controllers", 90.0, _float),
+            "may take to start its controllers", 90.0, _float, target=True),
     Setting("warm_namespaces", "--mochaos-warm-namespaces", "real managers on the local "
             "cluster: test namespaces each pytest process keeps ready ahead (MatrixOne's "
             "LogSet and DNSet Ready, the manager started); 0 turns it off",
-            WARM_NAMESPACES, _int),
+            WARM_NAMESPACES, _int, target=True, doc="([speed.md](speed.md))"),
     Setting("time_scale", "--time-scale", "multiply the model's intervals and our thresholds "
-            "(model targets only)", 1.0, _float),
+            "(model targets only)", 1.0, _float, check=True, target=True,
+            doc="(refused for real managers, whose intervals are compiled in)"),
     Setting("finalize_timeout", "--finalize-timeout", "seconds (operator time) a deleting "
-            "CNClaim may take", FINALIZE_TIMEOUT, _float),
+            "CNClaim may take", FINALIZE_TIMEOUT, _float, check=True),
     Setting("retry_budget", "--retry-budget", "finalize retries allowed per claim in the "
-            "finalize window", RETRY_BUDGET, _int),
+            "finalize window", RETRY_BUDGET, _int, check=True),
     Setting("migration_timeout", "--migration-timeout", "seconds (operator time) a migration "
-            "may take to end", MIGRATION_TIMEOUT, _float),
+            "may take to end", MIGRATION_TIMEOUT, _float, check=True),
     Setting("workers", "--mochaos-workers", "scenarios run at once when the suites are "
             "collected and no -n is given (they wait far more than they compute; default "
-            f"{DEFAULT_WORKERS}, on kind {KIND_WORKERS})", None, _int),
+            f"{DEFAULT_WORKERS}, on kind {KIND_WORKERS})", None, _int,
+            shown=f"{DEFAULT_WORKERS} (kind: {KIND_WORKERS})"),
     Setting("chaos_seed", "--chaos-seed", "seed for every random choice (printed on failure "
-            "to replay a run)", None, _int),
+            "to replay a run)", None, _int, shown="random"),
     Setting("cluster", "--mochaos-cluster", "cluster provider: local (default), kind, "
-            "existing", "local", choices=PROVIDERS),
-    Setting("kubeconfig", "--mochaos-kubeconfig", "existing: the kubeconfig file", None, _path),
+            "existing", "local", choices=PROVIDERS, target=True),
+    Setting("kubeconfig", "--mochaos-kubeconfig", "existing: the kubeconfig file", None, _path,
+            doc="(see Safety in the README)"),
     Setting("context", "--mochaos-context", "existing: the kubeconfig context to use", None),
     Setting("allow_context", "--mochaos-allow-context", "existing: a context that may be used "
-            "(repeatable); any other is refused", (), _words, repeat=True),
+            "(repeatable); any other is refused", (), _words, repeat=True,
+            doc="(see Safety in the README)"),
     Setting("keep_cluster", "--mochaos-keep-cluster", "kind: keep the cluster afterwards",
             False, _bool, switch=True),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
-            _path),
+            _path, doc="(`reports/<run-id>/`; `reports/latest` links the newest)"),
     Setting("explore", "--mochaos-explore", "an exploration.json (python -m mochaos explore): "
             "pytest --pyargs mochaos.explore runs one test per case it lists", None, _path),
     Setting("shard", "--mochaos-shard", "run shard i of n of the collected scenarios (i/n, "
             "dealt by node id; merge the shards' reports with `mochaos merge`)", None,
-            parse_shard),
+            parse_shard, doc="([ci.md](ci.md))"),
     Setting("mo_image", "--mochaos-mo-image", "kind: MatrixOne image of the pool", None,
-            group="kind"),
+            group="kind", target=True, doc="([kind.md](kind.md))"),
     Setting("mo_version", "--mochaos-mo-version", "kind: semantic version of the MatrixOne "
-            "image when its tag is not one (e.g. a nightly tag)", None, group="kind"),
+            "image when its tag is not one (e.g. a nightly tag)", None, group="kind",
+            target=True),
     Setting("minio", "--mochaos-minio", "kind: where MatrixOne's object storage runs", "auto",
-            choices=MINIO_MODES, group="kind"),
+            choices=MINIO_MODES, group="kind", target=True),
     Setting("chart_repo", "--mochaos-chart-repo", "kind: Helm repository URL", None,
-            group="kind"),
+            group="kind", target=True),
     Setting("chart_version", "--mochaos-chart-version", "kind: chart version", None,
-            group="kind"),
+            group="kind", target=True),
     Setting("chart_path", "--mochaos-chart-path", "kind: a local chart directory instead of "
-            "the repository", None, _path, group="kind"),
+            "the repository", None, _path, group="kind", target=True),
 )  # fmt: skip
 
 SETTING_BY_NAME = {s.name: s for s in SETTINGS}
+CHECK_SETTINGS = tuple(s for s in SETTINGS if s.check)
+"""The invariant thresholds among the settings (operator time, and the time scale)."""
+_DEFAULT = {s.name: s.default for s in SETTINGS}
 
 
 @dataclass(frozen=True)
@@ -225,59 +242,45 @@ class RunConfig:
     """The mo-chaos settings of one run, parsed and validated once."""
 
     run_id: str
-    operator: str = "model:upstream"
-    operator_crds: Path | None = None
-    operator_entrypoint: str = "/manager"
-    operator_ready_timeout: float = 90.0
-    warm_namespaces: int = WARM_NAMESPACES
-    time_scale: float = 1.0
-    finalize_timeout: float = FINALIZE_TIMEOUT
-    retry_budget: int = RETRY_BUDGET
-    migration_timeout: float = MIGRATION_TIMEOUT
-    workers: int | None = None
+    operator: str = _DEFAULT["operator"]
+    operator_crds: Path | None = _DEFAULT["operator_crds"]
+    operator_entrypoint: str = _DEFAULT["operator_entrypoint"]
+    operator_ready_timeout: float = _DEFAULT["operator_ready_timeout"]
+    warm_namespaces: int = _DEFAULT["warm_namespaces"]
+    time_scale: float = _DEFAULT["time_scale"]
+    finalize_timeout: float = _DEFAULT["finalize_timeout"]
+    retry_budget: int = _DEFAULT["retry_budget"]
+    migration_timeout: float = _DEFAULT["migration_timeout"]
+    workers: int | None = _DEFAULT["workers"]
     chaos_seed: int = 0
-    cluster: str = "local"
-    kubeconfig: Path | None = None
-    context: str | None = None
-    allow_context: tuple[str, ...] = ()
-    keep_cluster: bool = False
-    reports_dir: Path = Path("reports")
-    explore: Path | None = None
-    shard: Shard | None = None
-    mo_image: str | None = None
-    mo_version: str | None = None
-    minio: str = "auto"
-    chart_repo: str | None = None
-    chart_version: str | None = None
-    chart_path: Path | None = None
+    """``resolve`` draws a random seed when none is given (the setting's default is None)."""
+    cluster: str = _DEFAULT["cluster"]
+    kubeconfig: Path | None = _DEFAULT["kubeconfig"]
+    context: str | None = _DEFAULT["context"]
+    allow_context: tuple[str, ...] = _DEFAULT["allow_context"]
+    keep_cluster: bool = _DEFAULT["keep_cluster"]
+    reports_dir: Path = _DEFAULT["reports_dir"]
+    explore: Path | None = _DEFAULT["explore"]
+    shard: Shard | None = _DEFAULT["shard"]
+    mo_image: str | None = _DEFAULT["mo_image"]
+    mo_version: str | None = _DEFAULT["mo_version"]
+    minio: str = _DEFAULT["minio"]
+    chart_repo: str | None = _DEFAULT["chart_repo"]
+    chart_version: str | None = _DEFAULT["chart_version"]
+    chart_path: Path | None = _DEFAULT["chart_path"]
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     """Where each non-default setting came from: ``option``, ``env`` or ``ini``."""
 
     def check_options(self) -> CheckOptions:
         """The invariants' thresholds for this run, in wall seconds."""
         return CheckOptions.from_operator_time(
-            time_scale=self.time_scale,
-            finalize_timeout=self.finalize_timeout,
-            retry_budget=self.retry_budget,
-            migration_timeout=self.migration_timeout,
+            **{s.name: getattr(self, s.name) for s in CHECK_SETTINGS}
         )
 
     def target_options(self) -> dict[str, Any]:
-        """What operator targets may read from the run's settings."""
-        return {
-            "time_scale": self.time_scale,
-            "operator_crds": self.operator_crds,
-            "operator_entrypoint": self.operator_entrypoint,
-            "operator_ready_timeout": self.operator_ready_timeout,
-            "warm_namespaces": self.warm_namespaces,
-            "cluster": self.cluster,
-            "run_id": self.run_id,
-            "mo_image": self.mo_image,
-            "mo_version": self.mo_version,
-            "minio": self.minio,
-            "chart_repo": self.chart_repo,
-            "chart_version": self.chart_version,
-            "chart_path": self.chart_path,
+        """What operator targets may read from the run's settings (and the run id)."""
+        return {s.name: getattr(self, s.name) for s in SETTINGS if s.target} | {
+            "run_id": self.run_id
         }
 
     @property

@@ -303,7 +303,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif isinstance(exc, Inconclusive):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
-    if report.when == "call":
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        # The report the scenario's result is made of when it has no verdict (a set-up
+        # that was inconclusive or broke never reaches the call).
         item.stash[_REPORT_KEY] = report
     elif report.when == "setup" and report.failed and "scenario" in item.fixturenames:
         _write_setup_error(item, report)
@@ -317,7 +319,7 @@ def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
 
     cfg = run_config(item.config)
     result = error_result(
-        item.nodeid, outcome="error", message=_longrepr_text(report),
+        _test_id(item), outcome="error", message=_longrepr_text(report),
         phase=getattr(report, ERROR_ATTR, "") or progress.current_phase(),
         operator_target=cfg.operator, cluster_provider=cfg.cluster, seed=cfg.chaos_seed,
     )  # fmt: skip
@@ -584,7 +586,7 @@ def scenario(
     )
     sc = Scenario(
         cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
-        nodeid=request.node.nodeid,
+        nodeid=_test_id(request.node),
     )  # fmt: skip
     yield sc
     sc.close()
@@ -603,7 +605,7 @@ def _write_reports(
     if result is None:
         report = item.stash.get(_REPORT_KEY, None)
         result = error_result(
-            item.nodeid,
+            _test_id(item),
             outcome=_outcome_of(report),
             message=_longrepr_text(report),
             phase=getattr(report, ERROR_ATTR, "") or "",
@@ -625,6 +627,14 @@ def _write_reports(
     item.add_report_section("teardown", "stdout", attachment_line(folder))
 
 
+def _test_id(item: pytest.Item) -> str:
+    """The test's id as reports show it: as imported (``mochaos/suites/test_x.py::test``),
+    never with the folder its package is installed in."""
+    from mochaos.report.rundir import portable_nodeid
+
+    return portable_nodeid(item.nodeid)
+
+
 def _test_folder(item: pytest.Item, cfg: RunConfig) -> Path:
     from mochaos.report.rundir import create_run_dir, test_dir
 
@@ -640,11 +650,13 @@ def _longrepr_text(report: pytest.TestReport | None) -> str:
 
 
 def _outcome_of(report: pytest.TestReport | None) -> Any:
-    if report is None or getattr(report, ERROR_ATTR, None) or report.when != "call":
+    if report is None or getattr(report, ERROR_ATTR, None):
         return "error"
     if report.skipped:
         text = _longrepr_text(report)
         return "inconclusive" if text.startswith("INCONCLUSIVE") else "error"
+    if report.when != "call":
+        return "error"
     return {"passed": "passed", "failed": "failed"}.get(report.outcome, "error")
 
 

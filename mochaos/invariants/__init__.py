@@ -1,15 +1,19 @@
-"""The ten invariants of docs/invariants.md: pure functions from a recorded History to Verdicts.
+"""The invariants of docs/invariants.md: pure functions from a recorded History to Verdicts.
 
-``ALL`` lists them in the design's order and ``get`` finds one by ID. ``Checker``
-judges a growing history incrementally (the scenario's monitor and settle);
+``ALL`` lists them in report order (found by discovery, :mod:`.registry`) and ``get``
+finds one by ID. ``IncrementalChecker`` judges a growing history (the scenario's monitor
+and settle);
 ``evaluate`` judges a whole history at once, continuously (``final=False``) or at
 settle time (``final=True``), with the same result as feeding it entry by entry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from mochaos.invariants import registry
 from mochaos.invariants.base import InvariantBase
-from mochaos.invariants.checker import Checker
+from mochaos.invariants.checker import IncrementalChecker
 from mochaos.invariants.checker import evaluate as _evaluate_in_order
 from mochaos.invariants.judged import judged, on_wall_clock
 from mochaos.invariants.options import validate_options
@@ -18,9 +22,15 @@ from mochaos.types import CheckOptions, History, Verdict
 
 
 def evaluate(
-    history: History, options: CheckOptions, *, final: bool, now: float | None = None
+    history: History,
+    options: CheckOptions,
+    *,
+    final: bool,
+    now: float | None = None,
+    invariants: Sequence[InvariantBase] | None = None,
 ) -> list[Verdict]:
-    """One Verdict per invariant, in ``ALL`` order, judged on the history as the apiserver
+    """One Verdict per invariant of ``invariants`` (default: every registered one), in
+    order, judged on the history as the apiserver
     ordered it (resourceVersion order) and on a clock that leaves out apiserver outages
     (see :mod:`mochaos.invariants.judged`); violation times back on the wall clock.
 
@@ -31,8 +41,9 @@ def evaluate(
     validate_options(options)
     view, clock = judged(history)
     at = None if now is None else clock.operator_time(now)
-    verdicts = _evaluate_in_order(view, options, final=final, now=at)
+    chosen = registry.ALL if invariants is None else invariants
+    verdicts = _evaluate_in_order(view, options, chosen, final=final, now=at)
     return [on_wall_clock(v, clock) for v in verdicts]
 
 
-__all__ = ["ALL", "Checker", "InvariantBase", "evaluate", "get", "validate_options"]
+__all__ = ["ALL", "IncrementalChecker", "InvariantBase", "evaluate", "get", "validate_options"]

@@ -1,7 +1,7 @@
 """What every invariant shares: its identity, its incremental judge, and deadline bookkeeping.
 
 An invariant hands out a :class:`Judge` that reads a history one entry at a time
-(``Checker`` drives it); ``check`` feeds a whole history to a fresh judge. Time-based
+(:func:`feed` drives it, for ``check`` and for the incremental checker). Time-based
 judges open an obligation when something starts (a deletion, a breach, a migration)
 and close it when it resolves; an obligation fails once an entry later than its
 deadline has been seen, or, when asked with the clock's ``now``, once ``now`` passed it.
@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mochaos.invariants.facts import Facts, Obj
-from mochaos.types import ActionRecord, CheckOptions, Entry, History, Verdict, Violation
+from mochaos.invariants.options import validate_options
+from mochaos.types import (
+    ActionRecord,
+    Change,
+    CheckOptions,
+    Entry,
+    History,
+    Verdict,
+    Violation,
+)
 
 
 class InvariantBase(ABC):
@@ -25,7 +34,11 @@ class InvariantBase(ABC):
     id: str = ""
     severity: str = "error"
     bugs: tuple[str, ...] = ()
+    """The IDs of mochaos.bugs.BUGS (docs/bugs.md) this invariant catches."""
     at_settle_only: bool = False
+    rank: int = 1000
+    """Where its verdict comes in reports (ascending; ties by ID): the design's ten are 1-10,
+    an invariant that does not say comes after them."""
 
     @abstractmethod
     def judge(self, options: CheckOptions, facts: Facts) -> Judge:
@@ -33,12 +46,11 @@ class InvariantBase(ABC):
 
     def check(self, history: History, options: CheckOptions, *, final: bool = True) -> Verdict:
         """Judge ``history``; ``final=False`` judges only what later entries cannot change."""
-        from mochaos.invariants.checker import Checker
-
-        checker = Checker(options, (self,))
-        checker.feed(history)
-        (verdict,) = checker.verdicts(final=final)
-        return verdict
+        validate_options(options)
+        facts = Facts()
+        judge = self.judge(options, facts)
+        feed(facts, (judge,), history)
+        return judge.verdict(now=None, final=final)
 
     def passed(self, note: str) -> Verdict:
         """A passing verdict of this invariant."""
@@ -99,6 +111,40 @@ class Judge:
         whose deadline has not passed, a window still counting); settle-only judges and
         judges that fail at once on what they see are never open."""
         return False
+
+
+def feed(
+    facts: Facts,
+    judges: Sequence[Judge],
+    entries: Iterable[Entry],
+    *,
+    on_change: Callable[[Change, Obj | None], None] | None = None,
+) -> None:
+    """Feed new entries (in ``seq`` order) to ``judges`` over the shared ``facts``.
+
+    An ActionRecord whose ``seq`` was already fed is that record completed (its write's
+    resourceVersion or error filled in), not a new entry: judges are told through
+    ``amend``. ``on_change`` sees each Change once the world has applied it, with the
+    object as it was before (None when new).
+    """
+    for entry in entries:
+        if isinstance(entry, ActionRecord) and entry.seq <= facts.last_seq:
+            facts.learn(entry)
+            for judge in judges:
+                judge.amend(entry)
+            continue
+        for judge in judges:
+            judge.before(entry)
+        prev = None
+        if isinstance(entry, Change):
+            prev = facts.world.apply(entry)
+            if on_change is not None:
+                on_change(entry, prev)
+        elif isinstance(entry, ActionRecord):
+            facts.learn(entry)
+        facts.advance(entry)
+        for judge in judges:
+            judge.after(entry, prev)
 
 
 class DeadlineJudge(Judge):

@@ -20,6 +20,7 @@ class BoundHasPod(InvariantBase):
 
     id = "bound-has-pod"
     bugs = ("B3",)
+    rank = 4
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first breach that outlived the grace period."""

@@ -13,10 +13,10 @@ import heapq
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from mochaos.invariants.base import InvariantBase, Judge
+from mochaos.invariants.base import InvariantBase, Judge, feed
 from mochaos.invariants.facts import CLAIM, CLAIMSET, POD, Facts, Obj
 from mochaos.invariants.options import validate_options
-from mochaos.types import ActionRecord, Change, CheckOptions, Entry, Verdict
+from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 ACTIVE_KINDS = (CLAIM, CLAIMSET, POD)
 """The kinds whose changes count as the system moving (the kinds the invariants judge)."""
@@ -24,21 +24,18 @@ BOOKKEEPING = frozenset({"resourceVersion", "managedFields"})
 """Fields a write changes without moving the object."""
 
 
-class Checker:
-    """Judges one history incrementally; see the module docstring.
+class IncrementalChecker:
+    """Judges one history incrementally with ``invariants`` (usually ``registry.ALL``); see
+    the module docstring.
 
     Not thread-safe: one feeder at a time (the caller holds a lock if threads share it).
     """
 
-    def __init__(
-        self, options: CheckOptions, invariants: Sequence[InvariantBase] | None = None
-    ) -> None:
-        from mochaos.invariants.registry import ALL
-
+    def __init__(self, options: CheckOptions, invariants: Sequence[InvariantBase]) -> None:
         validate_options(options)
         self.facts = Facts()
         self._judges: list[Judge] = [
-            invariant.judge(options, self.facts) for invariant in invariants or ALL
+            invariant.judge(options, self.facts) for invariant in invariants
         ]
         self._reported: set[str] = set()
         self._moves: list[tuple[float, int]] = []
@@ -50,29 +47,15 @@ class Checker:
         An ActionRecord whose ``seq`` was already fed is that record completed (its
         write's resourceVersion or error filled in), not a new entry.
         """
-        facts, judges = self.facts, self._judges
-        for entry in entries:
-            if isinstance(entry, ActionRecord) and entry.seq <= facts.last_seq:
-                facts.learn(entry)
-                for judge in judges:
-                    judge.amend(entry)
-                continue
-            for judge in judges:
-                judge.before(entry)
-            prev = None
-            if isinstance(entry, Change):
-                prev = facts.world.apply(entry)
-                if (
-                    entry.kind in ACTIVE_KINDS and entry.rv not in facts.own_rvs
-                    and moved(prev, entry)
-                ):  # fmt: skip
-                    heapq.heappush(self._moves, (-entry.t, entry.rv))
-            elif isinstance(entry, ActionRecord):
-                facts.learn(entry)
-            facts.advance(entry)
-            for judge in judges:
-                judge.after(entry, prev)
+        feed(self.facts, self._judges, entries, on_change=self._note_move)
         return self._newly_failed(self.verdicts())
+
+    def _note_move(self, change: Change, before: Obj | None) -> None:
+        if (
+            change.kind in ACTIVE_KINDS and change.rv not in self.facts.own_rvs
+            and moved(before, change)
+        ):  # fmt: skip
+            heapq.heappush(self._moves, (-change.t, change.rv))
 
     def verdicts(self, *, now: float | None = None, final: bool = False) -> list[Verdict]:
         """One verdict per invariant, in the order given.
@@ -144,15 +127,20 @@ def _canonical(value: Any) -> Any:
 
 
 def evaluate(
-    history: Iterable[Entry], options: CheckOptions, *, final: bool, now: float | None = None
+    history: Iterable[Entry],
+    options: CheckOptions,
+    invariants: Sequence[InvariantBase],
+    *,
+    final: bool,
+    now: float | None = None,
 ) -> list[Verdict]:
-    """One Verdict per invariant, in ``ALL`` order: every entry fed, then judged.
+    """One Verdict per invariant, in the order given: every entry fed, then judged.
 
     ``final=False`` is the continuous evaluation during a run: settle-only
     invariants are skipped ("evaluated at settle") and nothing is reported whose
     deadline has not passed by the history's last entry, or by ``now`` when given.
     ``final=True`` is the settle evaluation at the end of the scenario.
     """
-    checker = Checker(options)
+    checker = IncrementalChecker(options, invariants)
     checker.feed(history)
     return checker.verdicts(now=now, final=final)

@@ -16,6 +16,7 @@ class FinalizerCompletes(InvariantBase):
 
     id = "finalizer-completes"
     bugs = ("B1",)
+    rank = 1
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first deletion still unfinished when its deadline passed."""

@@ -17,6 +17,7 @@ class MigrationCompletes(InvariantBase):
 
     id = "migration-completes"
     bugs = ()
+    rank = 6
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first migration still unfinished when its deadline passed."""

@@ -17,6 +17,7 @@ class NoLabelResidue(InvariantBase):
 
     id = "no-label-residue"
     bugs = ("B5", "B4")
+    rank = 2
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first label breach that outlived the grace period."""

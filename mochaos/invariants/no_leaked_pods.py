@@ -31,6 +31,7 @@ class NoLeakedPods(InvariantBase):
 
     id = "no-leaked-pods"
     bugs = ()
+    rank = 10
     at_settle_only = True
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:

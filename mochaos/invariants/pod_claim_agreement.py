@@ -38,6 +38,7 @@ class PodClaimAgreement(InvariantBase):
 
     id = "pod-claim-agreement"
     bugs = ("B5",)
+    rank = 9
     at_settle_only = True
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:

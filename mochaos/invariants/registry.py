@@ -1,33 +1,60 @@
-"""The ten invariants of docs/invariants.md in the design's order, and lookup by ID."""
+"""Every invariant, found by discovery: each module of this package that defines
+``INVARIANT`` registers it. ``ALL`` is them in report order (``rank``, then ID); ``get``
+finds one by ID. Adding an invariant is adding its module (docs/invariants.md)."""
 
 from __future__ import annotations
 
-from mochaos.invariants import (
-    bound_has_pod,
-    finalizer_completes,
-    migration_completes,
-    no_label_residue,
-    no_leaked_pods,
-    pod_claim_agreement,
-    replicas_converge,
-    retry_budget,
-    scalein_skips_migrating,
-    single_binding,
-)
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
 from mochaos.invariants.base import InvariantBase
 
-ALL: tuple[InvariantBase, ...] = (
-    finalizer_completes.INVARIANT,
-    no_label_residue.INVARIANT,
-    single_binding.INVARIANT,
-    bound_has_pod.INVARIANT,
-    scalein_skips_migrating.INVARIANT,
-    migration_completes.INVARIANT,
-    replicas_converge.INVARIANT,
-    retry_budget.INVARIANT,
-    pod_claim_agreement.INVARIANT,
-    no_leaked_pods.INVARIANT,
-)
+PACKAGE = __name__.rpartition(".")[0]
+HOME = Path(__file__).resolve().parent
+FRAMEWORK = frozenset({"base", "checker", "facts", "judged", "options", "registry"})
+"""The package's modules that are machinery, not invariants."""
+
+
+def discover(extra: Iterable[Path] = ()) -> tuple[InvariantBase, ...]:
+    """The ``INVARIANT`` of every module of this package (and of the folders ``extra``,
+    imported as modules of this package), in report order.
+
+    ValueError when two share an ID or a module's ``INVARIANT`` is not an InvariantBase.
+    """
+    found: dict[str, InvariantBase] = {}
+    for folder in (HOME, *extra):
+        for info in pkgutil.iter_modules([str(folder)]):
+            if info.name in FRAMEWORK or info.name.startswith("_"):
+                continue
+            module = _load(folder, info.name)
+            invariant = getattr(module, "INVARIANT", None)
+            if invariant is None:
+                continue
+            if not isinstance(invariant, InvariantBase):
+                raise ValueError(f"{module.__name__}.INVARIANT is not an InvariantBase")
+            if invariant.id in found:
+                raise ValueError(f"invariant ID {invariant.id!r} defined twice ({module.__name__})")
+            found[invariant.id] = invariant
+    return tuple(sorted(found.values(), key=lambda inv: (inv.rank, inv.id)))
+
+
+def _load(folder: Path, name: str):
+    qualified = f"{PACKAGE}.{name}"
+    if folder == HOME:
+        return importlib.import_module(qualified)
+    spec = importlib.util.spec_from_file_location(qualified, folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualified] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ALL: tuple[InvariantBase, ...] = discover()
 
 _BY_ID = {invariant.id: invariant for invariant in ALL}
 

@@ -18,6 +18,7 @@ class ReplicasConverge(InvariantBase):
 
     id = "replicas-converge"
     bugs = ()
+    rank = 7
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first claim set that did not converge by its deadline."""

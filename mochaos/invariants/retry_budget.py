@@ -27,6 +27,7 @@ class RetryBudget(InvariantBase):
 
     id = "retry-budget"
     bugs = ()
+    rank = 8
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first record that exceeds the budget in its window."""

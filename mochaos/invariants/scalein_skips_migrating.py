@@ -41,6 +41,7 @@ class ScaleInSkipsMigrating(InvariantBase):
 
     id = "scalein-skips-migrating"
     bugs = ("B2", "B6")
+    rank = 5
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first operator deletion of a migrating claim with a spared sibling.

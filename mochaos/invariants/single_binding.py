@@ -31,6 +31,7 @@ class SingleBinding(InvariantBase):
 
     id = "single-binding"
     bugs = ("#581",)
+    rank = 3
 
     def judge(self, options: CheckOptions, facts: Facts) -> _Judge:
         """Fail at the first operator write that references an already-held pod."""

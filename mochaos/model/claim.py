@@ -325,6 +325,8 @@ class ClaimActor:
         def clear() -> None:
             spec.pop("podName", None)
             spec.pop("nodeName", None)
+            if self.profile.lost_ends_migration:
+                spec.pop("sourcePod", None)
 
         try:
             ctx.client.patch(CLAIMS, ctx.obj, clear)

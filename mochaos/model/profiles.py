@@ -28,6 +28,11 @@ class Profile:
       out of the candidates (#592 Fix 2, caee443 cnclaimset/controller.go:218-256).
     - ``lost_clears_podname``: Sync clears ``spec.podName``/``nodeName`` when the bound pod
       is NotFound (#592 Fix 3, caee443 cnclaim/controller.go:269-275).
+    - ``lost_ends_migration``: that clearing also drops ``spec.sourcePod``: a migration whose
+      target pod is gone is over (the claim binds again; the agent may ask anew). Without it
+      the claim binds its own source, still labelled for it, and drains and relabels that
+      pod for ever (docs/bugs.md#pr592-target-lost, found by
+      test_delete_target_pod_during_migration); not upstream.
     - ``pod_map_by_podname``: the pod → claim watch mapping also enqueues claims whose
       ``spec.podName`` names the pod (#592 Fix 4, caee443 controller.go:474-510).
     """
@@ -39,6 +44,7 @@ class Profile:
     finalize_own_spec_pod: bool = False
     scalein_skips_migrating: bool = False
     lost_clears_podname: bool = False
+    lost_ends_migration: bool = False
     pod_map_by_podname: bool = False
 
 
@@ -60,6 +66,7 @@ FIXED = Profile(
     finalize_own_spec_pod=True,
     scalein_skips_migrating=True,
     lost_clears_podname=True,
+    lost_ends_migration=True,
     pod_map_by_podname=True,
 )
 

@@ -329,7 +329,7 @@ class Recorder:
         """What was recorded from journal position ``since`` on, and the position after it.
 
         New entries in ``seq`` order, and an action record again (same ``seq``) each
-        time it is updated: what an incremental reader (mochaos.invariants.Checker)
+        time it is updated: what an incremental reader (mochaos.invariants.IncrementalChecker)
         needs, each item once, without copying the whole history.
         """
         with self._cond:

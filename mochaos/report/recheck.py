@@ -9,11 +9,12 @@ them. The answer is one line per invariant.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mochaos.config import CheckOptions
+from mochaos.config import CHECK_SETTINGS, CheckOptions
 from mochaos.errors import UsageError
 from mochaos.invariants import evaluate
 from mochaos.invariants.options import override, validate_options
@@ -60,22 +61,19 @@ def recorded_options(history_path: Path) -> tuple[CheckOptions, str]:
 
 
 def recheck(
-    history_path: Path,
-    *,
-    time_scale: float | None = None,
-    finalize_timeout: float | None = None,
-    retry_budget: int | None = None,
-    migration_timeout: float | None = None,
+    history_path: Path, overrides: Mapping[str, float | int | None] | None = None
 ) -> tuple[History, list[Verdict], CheckOptions, str]:
-    """Judge the saved history; returns it, the verdicts, the options and their origin."""
+    """Judge the saved history; returns it, the verdicts, the options and their origin.
+
+    ``overrides``: values of ``config.CHECK_SETTINGS`` by name, in operator time (None: the
+    run's); UsageError for a name that is not one.
+    """
     history = load_history(history_path)
     options, origin = recorded_options(history_path)
-    overrides = {
-        "time_scale": time_scale,
-        "finalize_timeout": finalize_timeout,
-        "retry_budget": retry_budget,
-        "migration_timeout": migration_timeout,
-    }
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - {s.name for s in CHECK_SETTINGS}
+    if unknown:
+        raise UsageError(f"not an invariant threshold: {', '.join(sorted(unknown))}")
     given = {k: v for k, v in overrides.items() if v is not None}
     if given:
         options = override(options, **given)

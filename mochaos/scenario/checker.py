@@ -73,7 +73,7 @@ class Monitor:
     detections: dict[str, Detection] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
-    invariants: invariants.Checker = field(init=False)
+    invariants: invariants.IncrementalChecker = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
     cpu: float = 0.0
     """CPU seconds spent in :meth:`update` (its thread's and settle's)."""
@@ -84,7 +84,7 @@ class Monitor:
     _markers: list[Marker] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.invariants = invariants.Checker(self.options)
+        self.invariants = invariants.IncrementalChecker(self.options, invariants.ALL)
 
     def start(self) -> None:
         """Start the monitor thread."""

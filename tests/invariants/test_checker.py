@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from mochaos.invariants import ALL, Checker, evaluate, get
+from mochaos.invariants import ALL, IncrementalChecker, evaluate, get
 from mochaos.types import ActionRecord, Change, CheckOptions, Entry, History
 
 from .builders import HistoryBuilder, bind, ticks
@@ -27,7 +27,7 @@ def _summary(verdicts):
 def test_chunked_feeding_judges_every_prefix_as_a_whole_history(seed):
     history = synthetic(500, seed, faults=0.05)
     rng = random.Random(seed)
-    checker = Checker(FAST)
+    checker = IncrementalChecker(FAST, ALL)
     fed = 0
     while fed < len(history):
         step = rng.randint(1, 60)
@@ -70,7 +70,7 @@ def test_records_completed_after_their_change_give_the_same_verdicts(seed):
     assert len(journal) == len(history) + sum(
         1 for e in history if isinstance(e, ActionRecord) and e.intent and e.write_rv
     )
-    checker = Checker(FAST)
+    checker = IncrementalChecker(FAST, ALL)
     checker.feed(journal)
     assert _summary(checker.verdicts(final=True)) == _summary(evaluate(history, FAST, final=True))
 
@@ -81,7 +81,7 @@ def test_a_suspect_change_is_cleared_when_our_record_completes():
     bind(b, "X", "A")
     intent = b.action("request_migration", kind="CNClaim", name="X", intent=True)
     ours = b.claim("X", pod="B", source="A")  # our patch: X now names Z's pod B
-    checker = Checker(CheckOptions(), (get("single-binding"),))
+    checker = IncrementalChecker(CheckOptions(), (get("single-binding"),))
     (failed,) = checker.feed(b.entries)
     assert failed.violation.seq == ours.seq
     assert checker.feed([dataclasses.replace(intent, write_rv=ours.rv)]) == []
@@ -92,7 +92,7 @@ def test_feed_reports_a_failure_once_and_poll_reports_deadlines_passed_by_now():
     b = HistoryBuilder()
     bind(b, "X", "A")
     b.at(10).claim("X", deleting=True)
-    checker = Checker(CheckOptions(finalize_timeout=60), (get("finalizer-completes"),))
+    checker = IncrementalChecker(CheckOptions(finalize_timeout=60), (get("finalizer-completes"),))
     assert checker.feed(b.entries) == []
     assert checker.poll(70) == []
     (late,) = checker.poll(70.5)
@@ -112,7 +112,7 @@ def test_in_flight_until_each_deadline_passes():
     bind(b, "Y", "C")
     b.at(0).claim("X", deleting=True)
     b.at(5).claim("Y", pod="B", source="C")
-    checker = Checker(CheckOptions(finalize_timeout=60, migration_timeout=120))
+    checker = IncrementalChecker(CheckOptions(finalize_timeout=60, migration_timeout=120), ALL)
     checker.feed(b.entries)
     assert checker.in_flight(10) == ["deleting X", "migrating Y"]
     assert checker.in_flight(60) == ["migrating Y"]
@@ -128,7 +128,7 @@ def test_in_flight_ends_when_the_claim_is_gone_or_stops_migrating():
     b.at(5).claim("Y", pod="B", source="C")
     b.at(6).delete("CNClaim", "X")
     b.at(7).claim("Y", source=None)  # store not moved yet: the migration is not complete
-    checker = Checker(CheckOptions())
+    checker = IncrementalChecker(CheckOptions(), ALL)
     checker.feed(b.entries)
     assert checker.in_flight(10) == []
     b.at(8).claim("Y", source="C")
@@ -143,7 +143,7 @@ def test_a_deletion_past_its_deadline_stays_out_of_flight_while_it_lingers():
     b.at(0).claim("X", deleting=True)
     ticks(b, 61, 61)
     b.at(62).claim("X", finalizers=[])
-    checker = Checker(CheckOptions(finalize_timeout=60))
+    checker = IncrementalChecker(CheckOptions(finalize_timeout=60), ALL)
     checker.feed(b.entries)
     assert checker.verdicts()[0].failed
     assert checker.in_flight(63) == []
@@ -151,7 +151,7 @@ def test_a_deletion_past_its_deadline_stays_out_of_flight_while_it_lingers():
 
 def test_last_move_ignores_our_writes_even_when_their_record_comes_late():
     b = HistoryBuilder()
-    checker = Checker(CheckOptions())
+    checker = IncrementalChecker(CheckOptions(), ALL)
     assert checker.last_move() == 0.0
     b.at(1).pod("A", phase="Idle")
     b.at(2).other("Event", "e1")
@@ -177,7 +177,7 @@ def _claimset(seq: int, t: float, claims: list[str], replicas: int = 2) -> Chang
 
 def test_last_move_ignores_a_status_list_rewritten_in_another_order():
     # The real CNClaimSet controller's status.claims order flips from pass to pass: no move.
-    checker = Checker(CheckOptions())
+    checker = IncrementalChecker(CheckOptions(), ALL)
     checker.feed([_claimset(1, 1, ["X", "Y"])])
     checker.feed([_claimset(2, 5, ["Y", "X"]), _claimset(3, 9, ["X", "Y"])])
     assert checker.last_move() == 1
@@ -188,7 +188,7 @@ def test_last_move_ignores_a_status_list_rewritten_in_another_order():
 
 
 def test_an_empty_checker_and_a_subset_of_invariants():
-    checker = Checker(CheckOptions(), (get("retry-budget"), get("no-leaked-pods")))
+    checker = IncrementalChecker(CheckOptions(), (get("retry-budget"), get("no-leaked-pods")))
     assert [v.status for v in checker.verdicts(final=True)] == ["pass", "skipped"]
     assert checker.in_flight(0) == [] and checker.end == 0.0
 
@@ -196,7 +196,7 @@ def test_an_empty_checker_and_a_subset_of_invariants():
 def test_feed_and_verdicts_judge_the_running_history_not_the_settled_one():
     b = HistoryBuilder()
     b.pod("B", phase="Bound")  # a disagreement only settle judges
-    checker = Checker(CheckOptions())
+    checker = IncrementalChecker(CheckOptions(), ALL)
     assert checker.feed(b.entries) == []
     assert [v.status for v in checker.verdicts()].count("fail") == 0
     assert [v.invariant for v in checker.verdicts(final=True) if v.failed] == [

@@ -1,6 +1,6 @@
 """finalizer-completes: a deleting claim is gone within finalize_timeout (B1)."""
 
-from mochaos.invariants import Checker, evaluate, get
+from mochaos.invariants import IncrementalChecker, evaluate, get
 from mochaos.types import CLAIM_FINALIZER, CheckOptions
 
 from .builders import HistoryBuilder, bind
@@ -87,7 +87,7 @@ def test_message_names_every_finalizer_and_labelled_pod_or_none():
 
 def test_deadline_passed_by_now_is_reported_with_the_last_entry():
     b = stuck_finalize(until=40)
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     checker.feed(b.entries)
     (running,) = checker.verdicts(now=70)
     assert running.status == "pass" and "1 still open" in running.note

@@ -1,6 +1,6 @@
 """migration-completes: a migration ends (or its claim is deleted) within the timeout."""
 
-from mochaos.invariants import Checker, evaluate, get
+from mochaos.invariants import IncrementalChecker, evaluate, get
 from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
@@ -93,10 +93,10 @@ def test_message_says_cleared_and_dashes_for_what_is_unset():
 
 
 def test_a_deadline_passed_by_now_fails_and_no_migration_stays_skipped():
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     checker.feed(migration().entries)
     assert checker.verdicts(now=110)[0].status == "pass"
     (late,) = checker.poll(110.5)
     assert late.violation.t == 110
-    empty = Checker(OPTIONS, (INVARIANT,))
+    empty = IncrementalChecker(OPTIONS, (INVARIANT,))
     assert empty.verdicts(now=1000)[0].status == "skipped"

@@ -1,16 +1,19 @@
-"""mochaos.invariants: ALL, get and evaluate."""
+"""mochaos.invariants: discovery (a module and a doc entry per invariant), ALL, get, evaluate."""
 
 import dataclasses
+import sys
+from pathlib import Path
 
 import pytest
 
+from mochaos.bugs import BUGS
 from mochaos.errors import UsageError
-from mochaos.invariants import ALL, evaluate, get
+from mochaos.invariants import ALL, evaluate, get, registry
 from mochaos.types import CheckOptions, History, Invariant
 
 from .builders import HistoryBuilder, bind
 
-IDS = [
+DESIGN = [
     "finalizer-completes",
     "no-label-residue",
     "single-binding",
@@ -22,19 +25,84 @@ IDS = [
     "pod-claim-agreement",
     "no-leaked-pods",
 ]
-KNOWN_BUGS = {"B1", "B2", "B3", "B4", "B5", "B6", "#581"}
+"""The design's ten, in report order; invariants added later come after them."""
+IDS = [invariant.id for invariant in ALL]
+PACKAGE = Path(registry.__file__).parent
+ROOT = PACKAGE.parents[1]
+CATALOGUE = (ROOT / "docs" / "invariants.md").read_text()
 
 
-def test_all_ten_in_design_order_with_identity():
-    assert [invariant.id for invariant in ALL] == IDS
+def test_the_design_s_ten_first_then_any_added_with_identity():
+    assert IDS[: len(DESIGN)] == DESIGN
+    assert len(set(IDS)) == len(IDS)
+    assert [inv.rank for inv in ALL] == sorted(inv.rank for inv in ALL)
     for invariant in ALL:
         assert isinstance(invariant, Invariant)
         assert invariant.severity == "error"
-        assert set(invariant.bugs) <= KNOWN_BUGS
+        assert set(invariant.bugs) <= set(BUGS), invariant.id
     covered = {bug for invariant in ALL for bug in invariant.bugs}
-    assert covered == KNOWN_BUGS
-    settle_only = [invariant.id for invariant in ALL if invariant.at_settle_only]
-    assert settle_only == ["pod-claim-agreement", "no-leaked-pods"]
+    assert covered == set(BUGS)
+
+
+@pytest.mark.parametrize("invariant", ALL, ids=IDS)
+def test_each_invariant_is_one_module_with_its_doc_entry_and_tests(invariant):
+    module = sys.modules[type(invariant).__module__]
+    name = module.__name__.rpartition(".")[2]
+    assert name == invariant.id.replace("-", "_")
+    assert module.INVARIANT is invariant
+    assert (ROOT / "tests" / "invariants" / f"test_{name}.py").is_file()
+    assert f"\n## {invariant.id}\n" in CATALOGUE, f"no section for {invariant.id}"
+    row = next(
+        (line for line in CATALOGUE.splitlines() if line.startswith(f"| [{invariant.id}](")),
+        None,
+    )
+    assert row is not None, f"no table row for {invariant.id}"
+    bugs = row.strip("|").split("|")[-1].strip()
+    assert bugs == (", ".join(invariant.bugs) or "–"), row
+    judged = row.strip("|").split("|")[2]
+    assert ("at settle" in judged) == invariant.at_settle_only, row
+
+
+def test_every_module_of_the_package_is_machinery_or_an_invariant():
+    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    invariants = {type(inv).__module__.rpartition(".")[2] for inv in ALL}
+    assert modules - invariants == set(registry.FRAMEWORK)
+
+
+def test_a_module_dropped_into_a_folder_registers_itself(tmp_path):
+    (tmp_path / "always_fine.py").write_text(ADDED)
+    found = registry.discover([tmp_path])
+    assert [inv.id for inv in found] == [*IDS, "always-fine"]
+    verdicts = evaluate(History(), CheckOptions(), final=True, invariants=found)
+    assert (verdicts[-1].invariant, verdicts[-1].status) == ("always-fine", "pass")
+    sys.modules.pop(f"{registry.PACKAGE}.always_fine", None)
+
+
+def test_two_invariants_with_one_id_are_refused(tmp_path):
+    (tmp_path / "again.py").write_text(ADDED.replace("always-fine", "retry-budget"))
+    with pytest.raises(ValueError, match="'retry-budget' defined twice"):
+        registry.discover([tmp_path])
+    sys.modules.pop(f"{registry.PACKAGE}.again", None)
+
+
+ADDED = """
+from mochaos.invariants.base import InvariantBase, Judge
+
+
+class AlwaysFine(InvariantBase):
+    id = "always-fine"
+
+    def judge(self, options, facts):
+        return FineJudge(self, options, facts)
+
+
+class FineJudge(Judge):
+    def verdict(self, *, now, final):
+        return self.invariant.passed("nothing to see")
+
+
+INVARIANT = AlwaysFine()
+"""
 
 
 def test_get_by_id_and_unknown_id():
@@ -56,8 +124,8 @@ def test_evaluate_gives_one_verdict_per_invariant_in_order():
         "no-leaked-pods": "evaluated at settle",
     }
     settled = evaluate(b.build(), CheckOptions(), final=True)
-    assert [v.status for v in settled].count("pass") == 8
-    assert settled[8].status == "pass"
+    assert [v.status for v in settled].count("pass") == len(ALL) - 2
+    assert settled[IDS.index("pod-claim-agreement")].status == "pass"
 
 
 def test_every_verdict_carries_its_invariant_s_identity():

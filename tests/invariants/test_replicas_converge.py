@@ -1,6 +1,6 @@
 """replicas-converge: CNClaimSet status reaches spec.replicas within the timeout."""
 
-from mochaos.invariants import Checker, get
+from mochaos.invariants import IncrementalChecker, get
 from mochaos.types import Change, CheckOptions, History
 
 from .builders import HistoryBuilder, ticks
@@ -109,7 +109,7 @@ def test_a_status_falling_back_without_a_new_spec_is_not_a_scale():
 
 
 def test_a_deadline_passed_by_now_fails():
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     b = scaled_set()
     checker.feed(b.entries)
     (late,) = checker.poll(70.5)

@@ -1,6 +1,6 @@
 """scalein-skips-migrating: scale-in never deletes a migrating claim while others exist (B2, B6)."""
 
-from mochaos.invariants import Checker, evaluate, get
+from mochaos.invariants import IncrementalChecker, evaluate, get
 from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
@@ -138,7 +138,7 @@ def running(b: HistoryBuilder) -> str:
 def test_deleting_the_migrating_claim_fails_at_once_when_the_target_keeps_it():
     b = intent_set()
     bad = b.at(30.2).claim("X", deleting=True)
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     (verdict,) = checker.feed(b.entries)  # no later entry needed: no window to wait for
     assert (verdict.violation.t, verdict.violation.seq) == (30.2, bad.seq)
     assert verdict.violation.objects == ("CNClaim/X", "Pod/A", "Pod/B", "CNClaim/Y")
@@ -250,7 +250,7 @@ def test_the_window_is_five_seconds_at_time_scale_one():
 def test_running_verdicts_wait_until_now_is_past_the_window():
     b = migrating_set()
     b.at(30).claim("X", deleting=True)
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     checker.feed(b.entries)
     assert checker.poll(30.1) == []
     assert checker.poll(35) == []
@@ -323,7 +323,7 @@ def test_the_earliest_deletion_is_reported_whichever_was_confirmed_first():
     first = b.at(30.2).claim("W", deleting=True)  # no intent yet: waits for its window
     b.at(31).scale("S1", 2)
     b.at(31.5).claim("X", deleting=True)  # confirmed at once
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     checker.feed(b.entries)
     assert checker.verdicts()[0].violation.seq != first.seq
     assert checker.verdicts(final=True)[0].violation.seq == first.seq

@@ -1,6 +1,6 @@
 """single-binding: the operator never adds a reference to a pod another live claim holds."""
 
-from mochaos.invariants import Checker, get
+from mochaos.invariants import IncrementalChecker, get
 from mochaos.types import ActionRecord, CheckOptions
 
 from .builders import HistoryBuilder, bind
@@ -118,7 +118,7 @@ def test_the_first_suspect_not_ours_is_the_verdict():
     b = HistoryBuilder()
     bind(b, "Z", "B")
     suspects = [b.at(t).claim(f"W{t}", pod="B") for t in (1, 2, 3)]
-    checker = Checker(OPTIONS, (INVARIANT,))
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
     checker.feed(b.entries)
     assert checker.verdicts()[0].violation.seq == suspects[0].seq
     late = [

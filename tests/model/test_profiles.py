@@ -15,14 +15,15 @@ SWITCHES = (
     "finalize_own_spec_pod",
     "scalein_skips_migrating",
     "lost_clears_podname",
+    "lost_ends_migration",
     "pod_map_by_podname",
 )
 
 EXPECTED = {
-    "pre-587": (False, False, False, False, False, False, False),
-    "upstream": (True, False, False, False, False, False, False),
-    "pr592": (True, True, False, False, True, True, True),
-    "fixed": (True, True, True, True, True, True, True),
+    "pre-587": (False, False, False, False, False, False, False, False),
+    "upstream": (True, False, False, False, False, False, False, False),
+    "pr592": (True, True, False, False, True, True, False, True),
+    "fixed": (True, True, True, True, True, True, True, True),
 }
 
 
@@ -40,8 +41,9 @@ def test_profiles_differ_by_one_switch_in_order() -> None:
         for x, y in itertools.pairwise(order)
     ]
     # #587 adds the index; PR #592 is four fixes at once; fixed adds the hand-over and
-    # reclaims its own pod when a stale cache still shows the previous holder's label.
-    assert flips == [1, 4, 2]
+    # reclaims its own pod when a stale cache still shows the previous holder's label, and
+    # ends a migration whose target pod is gone.
+    assert flips == [1, 4, 3]
 
 
 def test_alias_of_upstream() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from mochaos.cli import main
 from mochaos.config import CheckOptions
+from mochaos.invariants import ALL
 from mochaos.types import History, LogRecord, ScenarioResult
 
 DATA = Path(__file__).with_name("data")
@@ -83,7 +84,7 @@ def test_a_history_where_every_invariant_holds_exits_0(tmp_path, capsys):
     History([LogRecord(0, 1.0, "info", "object is synced", "ns", "x")]).to_jsonl(path)
     assert main(["check", str(path)]) == 0
     out, _ = capsys.readouterr()
-    assert len(out.splitlines()) == 10
+    assert len(out.splitlines()) == len(ALL)
     assert {line.split()[0] for line in out.splitlines()} == {"PASS", "SKIP"}
 
 

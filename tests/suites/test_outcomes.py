@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mochaos.invariants import ALL
 from mochaos.types import History
 
 SEED = "test_scalein_during_migration and not race and not sweep"
@@ -79,7 +80,7 @@ def test_seed_on_fixed_passes_with_every_invariant_green(suites):
     assert run.exit_code == 0, run.output[-3000:]
     props = run.case("test_scalein_during_migration").properties
     statuses = {k: v for k, v in props.items() if k.startswith("invariant.")}
-    assert len(statuses) == 10 and set(statuses.values()) == {"pass"}, statuses
+    assert len(statuses) == len(ALL) and set(statuses.values()) == {"pass"}, statuses
     assert int(props["retries.finalize.max"]) <= 3
 
 
@@ -109,3 +110,33 @@ def test_sweep_gives_each_phase_its_own_verdict(suites):
     verdicts = {p: run.case(f"test_scalein_during_migration_sweep[{p}]").outcome for p in phases}
     assert verdicts["source-draining"] == "failure", verdicts
     assert set(verdicts.values()) <= {"passed", "failure"}, verdicts
+
+
+TARGET_LOSS = "test_delete_target_pod_during_migration"
+TARGET_LOSS_VIOLATIONS = {
+    "pre-587": ("bound-has-pod", "migration-completes"),
+    "upstream": ("bound-has-pod", "migration-completes"),
+    "pr592": ("migration-completes",),
+    "fixed": (),
+}
+"""The invariants the target-loss scenario violates per profile (docs/writing-scenarios.md
+shows the same table; its run on model:fixed is tests/docs/test_docs_run.py's)."""
+
+
+def test_target_loss_table_in_the_docs_is_the_required_one():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "writing-scenarios.md").read_text()
+    table = page.split(f"<!-- outcomes: {TARGET_LOSS} -->\n", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        profile, verdict, violated = (c.strip(" `") for c in line.strip("|").split("|"))
+        rows[profile] = (verdict, tuple(v.strip() for v in violated.split(",") if v != "–"))
+    assert rows == {p: ("failed" if v else "passed", v) for p, v in TARGET_LOSS_VIOLATIONS.items()}
+
+
+@pytest.mark.parametrize("profile", [p for p, v in TARGET_LOSS_VIOLATIONS.items() if v])
+def test_target_loss_fails_where_the_migration_outlives_its_target(suites, profile):
+    run = suites("-k", TARGET_LOSS, "--operator", f"model:{profile}")
+    assert run.exit_code == 1, run.output[-3000:]
+    props = run.case(TARGET_LOSS).properties
+    failed = {k.removeprefix("invariant.") for k, v in props.items() if v == "fail"}
+    assert failed == set(TARGET_LOSS_VIOLATIONS[profile]), props

@@ -1,0 +1,140 @@
+"""The layer rules of docs/architecture.md, checked on the real import graph.
+
+Every import in mochaos/ (function-local ones too) between two units (a top-level package or
+module) must go to a unit on the same floor or a lower one, the graph without the listed
+exceptions must have no circle, and each listed exception must still exist (else the page
+says what to delete). The page's tables are the rules: moving a unit is an edit there.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "mochaos"
+PAGE = ROOT / "docs" / "architecture.md"
+PURE = {
+    "model": {"ctrl"},
+    "invariants": {"bugs", "config", "errors", "observe", "types"},
+}
+"""Units that may import only these (docs/architecture.md §3: the model stands in for the
+system under test; invariants are pure functions of the history)."""
+
+
+def _unit(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "mochaos":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] != "__version__" else "mochaos"
+
+
+@functools.cache
+def import_graph(package: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
+    """unit -> imported unit -> the files that import it (every import statement)."""
+    graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        src = rel.parts[0].removesuffix(".py")
+        module = ".".join(("mochaos", *rel.with_suffix("").parts)).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = module.split(".")
+                if node.level:
+                    base = base[: len(base) - node.level + (path.name == "__init__.py")]
+                    name = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    name = node.module or ""
+                names = [name] + (
+                    [f"{name}.{a.name}" for a in node.names] if name == "mochaos" else []
+                )
+            else:
+                continue
+            for name in names:
+                unit = _unit(name)
+                if unit and unit not in (src, "mochaos"):
+                    graph[src][unit].append(str(path.relative_to(ROOT)))
+    return graph
+
+
+def _units(package: Path = PACKAGE) -> set[str]:
+    found = {p.name for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    return found | {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+
+
+def _table(marker: str) -> list[list[str]]:
+    text = PAGE.read_text()
+    block = text.split(f"<!-- {marker} -->\n", 1)[1].split("\n\n", 1)[0]
+    return [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines()[2:]]
+
+
+def floors() -> dict[str, int]:
+    """unit -> floor number, from the page's layer table."""
+    found = {}
+    for floor, _, units in _table("layers"):
+        for unit in re.findall(r"`([\w.]+)`", units):
+            found[unit.removeprefix("mochaos/").removesuffix("/").removesuffix(".py")] = int(floor)
+    return found
+
+
+def exceptions() -> set[tuple[str, str]]:
+    """The imports the page lists as known violations, to be removed."""
+    found = set()
+    for row in _table("layer exceptions"):
+        src, dst = re.findall(r"`(\w+)`", row[0])
+        found.add((src, dst))
+    return found
+
+
+def test_every_unit_has_a_floor():
+    assert _units() - set(floors()) == set(), "place it in docs/architecture.md's layer table"
+    assert set(floors()) - _units() == set(), "the layer table names a unit that is gone"
+
+
+def test_imports_go_down_or_sideways():
+    floor, allowed = floors(), exceptions()
+    up = [
+        f"{src} (floor {floor[src]}) imports {dst} (floor {floor[dst]}) in {files[0]}"
+        for src, deps in import_graph().items()
+        for dst, files in deps.items()
+        if floor[dst] > floor[src] and (src, dst) not in allowed
+    ]
+    assert up == [], up
+
+
+def test_no_circle_outside_the_listed_exceptions():
+    allowed = exceptions()
+    graph = {s: {d for d in deps if (s, d) not in allowed} for s, deps in import_graph().items()}
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(unit: str, path: list[str]) -> None:
+        state[unit] = 1
+        for dep in sorted(graph.get(unit, ())):
+            if state.get(dep) == 1:
+                circles.append(" -> ".join([*path[path.index(dep) :], dep]))
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[unit] = 2
+
+    for unit in sorted(graph):
+        if unit not in state:
+            visit(unit, [unit])
+    assert circles == [], circles
+
+
+def test_listed_exceptions_still_exist():
+    graph = import_graph()
+    gone = [f"{s} -> {d}" for s, d in sorted(exceptions()) if d not in graph.get(s, {})]
+    assert gone == [], f"no longer imported: delete {gone} from docs/architecture.md"
+
+
+def test_the_model_and_the_invariants_import_only_what_they_may():
+    graph = import_graph()
+    for unit, may in PURE.items():
+        assert set(graph.get(unit, {})) <= may, (unit, sorted(set(graph[unit]) - may))
