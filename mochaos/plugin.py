@@ -630,7 +630,7 @@ def _write_reports(
 def _test_id(item: pytest.Item) -> str:
     """The test's id as reports show it: as imported (``mochaos/suites/test_x.py::test``),
     never with the folder its package is installed in."""
-    from mochaos.report.rundir import portable_nodeid
+    from mochaos.testids import portable_nodeid
 
     return portable_nodeid(item.nodeid)
 

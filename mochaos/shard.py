@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mochaos.report.rundir import portable_nodeid, scenario_name
+from mochaos.testids import portable_nodeid, scenario_name
 
 
 class Shard(NamedTuple):

@@ -20,9 +20,10 @@ from typing import Any
 
 from mochaos.errors import UsageError
 from mochaos.report.qualify import MISSING, ScenarioRecord
-from mochaos.report.rundir import LATEST, scenario_name
+from mochaos.report.rundir import LATEST
 from mochaos.report.stats import wilson_interval
 from mochaos.report.summary import OUTCOMES, SUMMARY_FILE
+from mochaos.testids import scenario_name
 
 RUNS = "runs"
 TIMELINES = "timelines"

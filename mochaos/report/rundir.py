@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mochaos.errors import UsageError
+from mochaos.testids import portable_nodeid
 
 LATEST = "latest"
 _MAX_NAME = 120
@@ -43,23 +44,6 @@ def create_run_dir(root: Path, run_id: str) -> Path:
     os.symlink(run_id, tmp)  # relative, so the reports folder can be moved or archived
     os.replace(tmp, latest)
     return run_dir
-
-
-def portable_nodeid(nodeid: str) -> str:
-    """``nodeid`` without where its package is installed: the same on every machine.
-
-    An installed package (a venv in the checkout, another Python version) is named as
-    imported: ``.venv/lib/python3.11/site-packages/mochaos/suites/t.py::x`` becomes
-    ``mochaos/suites/t.py::x``.
-    """
-    path, sep, rest = nodeid.partition("::")
-    return path.replace("\\", "/").rpartition("site-packages/")[2] + sep + rest
-
-
-def scenario_name(nodeid: str) -> str:
-    """``<test file name>::<test>``: a test's name whatever the rootdir or install place."""
-    path, sep, rest = portable_nodeid(nodeid).partition("::")
-    return path.rsplit("/", 1)[-1] + sep + rest
 
 
 def test_dir(run_dir: Path, nodeid: str) -> Path:

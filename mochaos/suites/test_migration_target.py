@@ -26,4 +26,4 @@ def test_delete_target_pod_during_migration(scenario: Scenario):
     migration.stop.set()  # the agent sees its target gone and stops re-sending the patch
     sc.settle()  # until nothing moves and no deletion/migration is in flight
     sc.epilogue()  # standalone claims deleted: every pod back to the pool
-    sc.verdict()  # invariants + window check -> pass / AssertionError / Inconclusive
+    sc.verdict()  # invariants + window check: passes, fails the test, or Inconclusive

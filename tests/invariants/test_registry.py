@@ -29,7 +29,6 @@ DESIGN = [
 IDS = [invariant.id for invariant in ALL]
 PACKAGE = Path(registry.__file__).parent
 ROOT = PACKAGE.parents[1]
-CATALOGUE = (ROOT / "docs" / "invariants.md").read_text()
 
 
 def test_the_design_s_ten_first_then_any_added_with_identity():
@@ -45,22 +44,12 @@ def test_the_design_s_ten_first_then_any_added_with_identity():
 
 
 @pytest.mark.parametrize("invariant", ALL, ids=IDS)
-def test_each_invariant_is_one_module_with_its_doc_entry_and_tests(invariant):
+def test_each_invariant_is_one_module_with_its_tests(invariant):
     module = sys.modules[type(invariant).__module__]
     name = module.__name__.rpartition(".")[2]
     assert name == invariant.id.replace("-", "_")
     assert module.INVARIANT is invariant
     assert (ROOT / "tests" / "invariants" / f"test_{name}.py").is_file()
-    assert f"\n## {invariant.id}\n" in CATALOGUE, f"no section for {invariant.id}"
-    row = next(
-        (line for line in CATALOGUE.splitlines() if line.startswith(f"| [{invariant.id}](")),
-        None,
-    )
-    assert row is not None, f"no table row for {invariant.id}"
-    bugs = row.strip("|").split("|")[-1].strip()
-    assert bugs == (", ".join(invariant.bugs) or "–"), row
-    judged = row.strip("|").split("|")[2]
-    assert ("at settle" in judged) == invariant.at_settle_only, row
 
 
 def test_every_module_of_the_package_is_machinery_or_an_invariant():
@@ -83,6 +72,34 @@ def test_two_invariants_with_one_id_are_refused(tmp_path):
     with pytest.raises(ValueError, match="'retry-budget' defined twice"):
         registry.discover([tmp_path])
     sys.modules.pop(f"{registry.PACKAGE}.again", None)
+
+
+def test_modules_without_an_invariant_and_private_modules_are_not_invariants(tmp_path):
+    (tmp_path / "helpers.py").write_text("VALUE = 1\n")
+    (tmp_path / "_private.py").write_text(ADDED.replace("always-fine", "private"))
+    assert registry.discover([tmp_path]) == ALL
+    sys.modules.pop(f"{registry.PACKAGE}.helpers", None)
+    assert f"{registry.PACKAGE}._private" not in sys.modules
+
+
+def test_an_invariant_that_is_not_an_invariant_base_is_refused(tmp_path):
+    (tmp_path / "odd.py").write_text("INVARIANT = object()\n")
+    with pytest.raises(ValueError, match=r"mochaos\.invariants\.odd\.INVARIANT is not an"):
+        registry.discover([tmp_path])
+    sys.modules.pop(f"{registry.PACKAGE}.odd", None)
+
+
+def test_rank_orders_before_the_id(tmp_path):
+    (tmp_path / "early.py").write_text(
+        ADDED.replace("always-fine", "zz-early").replace(
+            'id = "zz-early"', 'id = "zz-early"\n    rank = 0'
+        )
+    )
+    (tmp_path / "always_fine.py").write_text(ADDED)
+    found = [inv.id for inv in registry.discover([tmp_path])]
+    assert found == ["zz-early", *IDS, "always-fine"]
+    for name in ("early", "always_fine"):
+        sys.modules.pop(f"{registry.PACKAGE}.{name}", None)
 
 
 ADDED = """
