@@ -487,6 +487,22 @@ class RunningOperator(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Environment:
+    """What an operator target needs on the local cluster besides the control plane."""
+
+    kruise: str | None = None
+    """The OpenKruise version whose kruise-manager must run (None: no workload controller)."""
+    matrixone: bool = False
+    """Whether the MatrixOne double must run (HAKeeper, lock service, CN query services)."""
+
+    def describe(self) -> str:
+        """``kruise-manager v1.4.0, the MatrixOne double`` / ``nothing``, for messages."""
+        parts = [f"kruise-manager {self.kruise}"] if self.kruise else []
+        parts += ["the MatrixOne double"] if self.matrixone else []
+        return ", ".join(parts) or "nothing"
+
+
 class OperatorTarget(Protocol):
     """What ``--operator`` names: how to install and start an operator.
 
@@ -503,6 +519,9 @@ class OperatorTarget(Protocol):
     """Which CRDs the target brings: ``own`` (mo-chaos's schemas) or ``operator``."""
     time_scaled: bool
     """True when the target honours ``--time-scale`` (only the reference model does)."""
+    environment: Environment
+    """What it needs running beside the control plane on the local cluster (its
+    ``install`` makes sure it runs; the reference model needs nothing)."""
 
     def install(self, cluster: Cluster) -> None:
         """Install cluster-wide parts (CRDs, chart) once per cluster."""

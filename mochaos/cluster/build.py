@@ -1,19 +1,25 @@
 """Build the local cluster's binaries from Go modules and cache them by version.
 
-:func:`build` first tries the official release binaries (:mod:`mochaos.cluster.download`,
-``MOCHAOS_BINARIES``) and builds what they do not provide.
+:func:`build` puts the control plane into the cache (:data:`COMPONENTS`): it first tries
+the official release binaries (:mod:`mochaos.cluster.download`, ``MOCHAOS_BINARIES``) and
+builds what they do not provide. What only some operator targets need is built when a
+target asks for it: kruise-manager (:func:`kruise_manager`) and the MatrixOne double
+(:func:`matrixone_double`).
 
 k8s.io/kubernetes cannot be ``go install``-ed (its go.mod replaces every
 staging module with a local path), so it is built inside a generated wrapper
 module whose replace block maps each staging module to its published v0.x
 twin, read from the release's own go.mod. etcd gets its own wrapper for the
-same reason; kwok and kwokctl install directly. Go's module and build caches
-stay in their default places, so a warm machine relinks in seconds.
+same reason, and so does OpenKruise (:mod:`mochaos.kruise.module`); kwok and kwokctl
+install directly. kwok's default Stages are read from its module (``kwok-stages``,
+:mod:`mochaos.cluster.kwok_stages`). Go's module and build caches stay in their default
+places, so a warm machine relinks in seconds.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -27,9 +33,10 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from mochaos.cluster import download
+from mochaos.cluster import download, kwok_stages
 from mochaos.doubles.matrixone import build as matrixone_double_module
 from mochaos.errors import BuildError, UsageError
+from mochaos.kruise import module as kruise_module
 from mochaos.paths import cache_dir
 from mochaos.progress import announce
 
@@ -40,7 +47,7 @@ KWOK_VERSION = "v0.8.0"
 K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 BUILD_LANES = 1
 """Components built at once by default. With 2, kubernetes (most of a cold build) gets a
-lane of its own and etcd, kwok and the MatrixOne double are built one after the other
+lane of its own and etcd, kwok and kwok's stages are built one after the other
 beside it, in the cores the kubernetes build leaves idle (module resolution, its last
 packages, the links); not the default until bench/fresh_machine.py --lanes 1,2 shows it
 pays on 2 cores (not measured yet: docs/speed.md)."""
@@ -54,12 +61,15 @@ def _stderr_progress(line: str) -> None:
 
 @dataclass(frozen=True)
 class Component:
-    """One cached group of binaries built by one recipe."""
+    """One cached group of binaries (and other files) built by one recipe."""
 
     name: str
     version: str
     binaries: tuple[str, ...]
     recipe: str
+    files: tuple[str, ...] = ()
+    """Other outputs in the same folder (manifests read from the module), checked like the
+    binaries."""
 
     @property
     def directory(self) -> Path:
@@ -81,7 +91,8 @@ class Component:
 
     def obtained_by(self) -> str | None:
         """The recipe of the cached binaries (this build's or a download's), None when stale."""
-        if not self.stamp.is_file() or not all(self.path(b).is_file() for b in self.binaries):
+        outputs = (*self.binaries, *self.files)
+        if not self.stamp.is_file() or not all(self.path(b).is_file() for b in outputs):
             return None
         stamped = self.stamp.read_text().split()[:1]
         if stamped == [download.fingerprint(self)]:
@@ -99,20 +110,44 @@ COMPONENTS = (
     Component("etcd", ETCD_VERSION, ("etcd",), "wrapper-v1"),
     Component("kwok", KWOK_VERSION, ("kwok", "kwokctl"), "install-v1"),
     Component(
-        "matrixone-double",
-        matrixone_double_module.pinned_version(),
-        (matrixone_double_module.BINARY,),
-        matrixone_double_module.recipe(),
+        "kwok-stages",
+        KWOK_VERSION,
+        (),
+        kwok_stages.RECIPE,
+        files=(kwok_stages.DEFAULTS_FILE, kwok_stages.STORAGE_CLASS_FILE),
     ),
 )
+"""The control plane: what every local cluster runs (:func:`build`)."""
 
 
 def component(name: str) -> Component:
-    """The component of that name (kubernetes, etcd, kwok)."""
+    """The control-plane component of that name (kubernetes, etcd, kwok, kwok-stages)."""
     for c in COMPONENTS:
         if c.name == name:
             return c
     raise KeyError(name)
+
+
+def matrixone_double_component(version: str | None = None) -> Component:
+    """The MatrixOne double built against MatrixOne ``version`` (default: the pinned one)."""
+    return Component(
+        "matrixone-double",
+        version or matrixone_double_module.pinned_version(),
+        (matrixone_double_module.BINARY,),
+        matrixone_double_module.recipe(),
+    )
+
+
+def kruise_component(version: str | None = None) -> Component:
+    """kruise-manager of OpenKruise ``version`` (default: what the operator's main branch
+    pins), with the CRDs and webhook configurations of the same module."""
+    return Component(
+        "kruise",
+        version or kruise_module.DEFAULT_VERSION,
+        (kruise_module.BINARY,),
+        kruise_module.RECIPE,
+        files=(kruise_module.CRDS_FILE, kruise_module.WEBHOOKS_FILE),
+    )
 
 
 def binary_paths() -> dict[str, Path]:
@@ -269,17 +304,25 @@ def _staging_replaces(k8s_gomod: str, staging_version: str) -> list[str]:
     return [f"replace {m} => {m} {staging_version}" for m in sorted(set(mods))]
 
 
-def _module_gomod(runner: _Runner, module: str, workdir: Path) -> str:
+def _module_download(runner: _Runner, module: str, workdir: Path) -> dict[str, str]:
+    """``go mod download -json module@version``: where Go put it (``Dir``, ``GoMod``)."""
     out = runner.run(
         [_go(), "mod", "download", "-json", module],
         cwd=workdir,
         label=f"download {module}",
         module=module,
     )
-    m = re.search(r'"GoMod":\s*"([^"]+)"', out)
-    if not m:
+    try:  # go's own lines ("go: downloading …") may come before the JSON object
+        found, _ = json.JSONDecoder().raw_decode(out[out.index("{") :])
+    except ValueError:
+        found = {}
+    if not found.get("GoMod") or not found.get("Dir"):
         raise BuildError(f"module proxy unreachable: {module}", hint="check GOPROXY")
-    return Path(m.group(1)).read_text()
+    return found
+
+
+def _module_gomod(runner: _Runner, module: str, workdir: Path) -> str:
+    return Path(_module_download(runner, module, workdir)["GoMod"]).read_text()
 
 
 def _k8s_ldflags(version: str) -> str:
@@ -426,6 +469,49 @@ def _build_matrixone_double(c: Component, runner: _Runner) -> None:
     runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
 
 
+def _build_kwok_stages(c: Component, runner: _Runner) -> None:
+    work = _fresh_dir(cache_dir() / "build" / f"{c.name}-{c.version}")
+    module = f"sigs.k8s.io/kwok@{c.version}"
+    (work / "go.mod").write_text("module mochaos.local/kwokstages\n")
+    runner.progress(f"  reading kwok's default Stages from {module}")
+    found = _module_download(runner, module, work)
+    kwok_stages.write_defaults(Path(found["Dir"]), c.path(kwok_stages.DEFAULTS_FILE))
+
+
+def _build_kruise(c: Component, runner: _Runner) -> None:
+    work = _fresh_dir(cache_dir() / "build" / f"{c.name}-{c.version}")
+    module = f"{kruise_module.MODULE}@{c.version}"
+    (work / "go.mod").write_text("module mochaos.local/kruiseprobe\n")
+    found = _module_download(runner, module, work)
+    (work / "go.mod").write_text(kruise_module.wrapper_gomod(Path(found["GoMod"]).read_text()))
+    runner.progress(f"  resolving {module} (raising {', '.join(kruise_module.RAISED)})")
+    for args in kruise_module.go_steps(c.version):
+        runner.run([_go(), *args], cwd=work, label="go get", module=module)
+    t0 = time.monotonic()
+    binary = c.binaries[0]
+    c.path(binary).unlink(missing_ok=True)
+    runner.progress(f"  [1/1] {binary} {c.version} …")
+    runner.run(
+        [
+            _go(),
+            "build",
+            "-v",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            "-o",
+            str(c.path(binary)),
+            kruise_module.MODULE,
+        ],
+        cwd=work,
+        label=binary,
+        module=module,
+    )
+    runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
+    kruise_module.write_manifests(Path(found["Dir"]), c.directory)
+    runner.progress(f"  CRDs and webhook configurations read from {module}")
+
+
 Recipe = Callable[[Component, _Runner], None]
 """Builds one component's binaries into its cache directory."""
 
@@ -433,12 +519,14 @@ _RECIPES: dict[str, Recipe] = {
     "kubernetes": _build_kubernetes,
     "etcd": _build_etcd,
     "kwok": _build_kwok,
+    "kwok-stages": _build_kwok_stages,
     "matrixone-double": _build_matrixone_double,
+    "kruise": _build_kruise,
 }
 
 
 def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict[str, Path]:
-    """Put every missing component into the cache; return all binary paths.
+    """Put every missing control-plane component into the cache; return its binary paths.
 
     Release binaries are downloaded and verified where ``MOCHAOS_BINARIES`` allows and they
     can be had (:func:`mochaos.cluster.download.obtain`); the rest is built from Go
@@ -451,18 +539,28 @@ def build(*, force: bool = False, progress: Progress = _stderr_progress) -> dict
 
 def matrixone_double(version: str | None = None, *, progress: Progress = _stderr_progress) -> Path:
     """The MatrixOne double built against MatrixOne ``version`` (default: the pinned one)."""
-    c = Component(
-        "matrixone-double",
-        version or matrixone_double_module.pinned_version(),
-        (matrixone_double_module.BINARY,),
-        matrixone_double_module.recipe(),
-    )
+    c = matrixone_double_component(version)
+    _obtain_alone(c, progress=progress)
+    return c.path(matrixone_double_module.BINARY)
+
+
+def kruise_manager(version: str | None = None, *, progress: Progress = _stderr_progress) -> Path:
+    """The kruise-manager binary of OpenKruise ``version`` (default
+    :data:`mochaos.kruise.module.DEFAULT_VERSION`), built on first use; its CRDs and
+    webhook configurations are in the same folder (:func:`kruise_component`). The one
+    recipe for the local cluster's manager and for an image of it."""
+    c = kruise_component(version)
+    _obtain_alone(c, progress=progress)
+    return c.path(kruise_module.BINARY)
+
+
+def _obtain_alone(c: Component, *, progress: Progress) -> None:
+    """Obtain one component under its file lock: test workers and the provider may ask at
+    once; one builds, the others wait and find it cached."""
     lock = cache_dir() / "build" / f"{c.name}-{c.version}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    # Test workers and the provider may ask at once: one builds, the others wait.
     with FileLock(str(lock), timeout=1800):
         _obtain([c], force=False, progress=progress)
-    return c.path(matrixone_double_module.BINARY)
 
 
 def obtain(

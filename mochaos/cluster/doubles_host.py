@@ -1,6 +1,6 @@
-"""Runs the environment doubles (:mod:`mochaos.doubles`) on a local cluster.
+"""Runs the environment doubles (:mod:`mochaos.doubles`), and kruise-manager, on a local cluster.
 
-After the control plane is Ready, each registered double gets its folder
+After the control plane is Ready, each double an operator target needs gets its folder
 (``<cluster>/doubles/<name>``) and log (``<cluster>/logs/<name>.log``), is prepared,
 started in the foreground of its own session, added to the supervisor's table (so it
 is restarted like a component when it exits), and waited on until its health check
@@ -71,10 +71,11 @@ def start(double: DoubleSpec, ctx: DoubleContext, supervision: Supervision) -> i
     """Prepare and start one double, hand it to the supervisor; its pid."""
     ctx.state_dir.mkdir(parents=True, exist_ok=True)
     ctx.log_path.parent.mkdir(parents=True, exist_ok=True)
-    announce(f"starting double {double.name} ({double.description})")
+    announce(f"starting {double.kind} {double.name} ({double.description})")
     if double.prepare is not None:
         double.prepare(ctx)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KUBECONFIG"))}
+    env.update(double.env(ctx) if double.env is not None else {})
     spec = ProcessSpec(
         name=double.name, argv=list(double.command(ctx)), env=env, cwd=str(ctx.state_dir),
         log=str(ctx.log_path),
@@ -83,7 +84,7 @@ def start(double: DoubleSpec, ctx: DoubleContext, supervision: Supervision) -> i
         proc = spawn(spec)
     except OSError as err:
         raise InfraError(
-            f"double {double.name} could not start: {err}", hint="check its command"
+            f"{double.kind} {double.name} could not start: {err}", hint="check its command"
         ) from err
     write_pid(supervision.process_pid_file(double.name), proc.pid)
     supervision.add(spec)
@@ -106,7 +107,7 @@ def wait_healthy(
             if time.monotonic() >= deadline:
                 log = contexts[double.name].log_path
                 raise InfraError(
-                    f"double {double.name} not healthy after {timeout:.0f}s: {problem}"
+                    f"{double.kind} {double.name} not healthy after {timeout:.0f}s: {problem}"
                     + _why(double.name, log, supervision, since),
                     hint=f"see {log}",
                 )
@@ -173,8 +174,12 @@ def stale(
         if double is None:
             continue
         pid = _pid_running(supervision, spec)
+        try:
+            wanted = list(double.command(contexts[spec.name]))
+        except InfraError:  # its command cannot be made yet (prepare has not run for it)
+            wanted = []
         if (
-            spec.argv != list(double.command(contexts[spec.name]))
+            spec.argv != wanted
             or (pid is not None and executable_replaced(pid))
             or (pid is None and not restarting)
         ):

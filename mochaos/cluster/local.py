@@ -7,14 +7,18 @@ our cached binaries (kwokctl only downloads ``http(s)://`` sources), bound to
 finds) and an apiserver audit log. kwok's fake nodes make pods schedule, go
 Running, and really disappear when deleted. ``MOCHAOS_CLUSTER_NAME`` picks
 another cluster than ``mochaos`` and ``MOCHAOS_APISERVER_PORT`` fixes the
-apiserver's port (kwokctl picks a free one otherwise). Once the control plane is
-Ready, the environment doubles (:mod:`mochaos.doubles`) are started, and a supervisor
-(:mod:`mochaos.cluster.supervisor`) restarts any component or double that exits.
+apiserver's port (kwokctl picks a free one otherwise). kwok plays the kubelet with its
+default Stages plus the kubelet stand-ins of :mod:`mochaos.cluster.kwok_stages`. What an
+operator target needs beside the control plane (kruise-manager, the MatrixOne double:
+:mod:`mochaos.cluster.environment`) is started when the target asks for it
+(:meth:`LocalProvider.provide`), and a supervisor (:mod:`mochaos.cluster.supervisor`)
+restarts any component or such process that exits.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import shutil
 import signal
@@ -28,15 +32,24 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
-from mochaos.cluster import attached, build, doubles_host, events, in_use, leases
+from mochaos.cluster import (
+    attached,
+    build,
+    doubles_host,
+    environment,
+    events,
+    in_use,
+    kwok_stages,
+    leases,
+)
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
-from mochaos.doubles import DoubleContext, DoubleSpec, registered
+from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, stop_group, wait_gone
 from mochaos.progress import announce
-from mochaos.types import Cluster
+from mochaos.types import Cluster, Environment
 
 DEFAULT_NAME = "mochaos"
 NAME_ENV = "MOCHAOS_CLUSTER_NAME"
@@ -51,6 +64,8 @@ RECOVER_TIMEOUT = 45.0
 """Seconds ``up()`` gives an existing cluster's supervisor to bring back what exited (a
 restarted scheduler waits up to 15 s for its predecessor's lease) before recreating it."""
 LOCK_TIMEOUT = 3600.0
+STAGES_DIGEST = "stages.digest"
+"""In the cluster's folder: a digest of the kwok Stages it was created with."""
 
 _AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -113,16 +128,31 @@ class LocalProvider:
         doubles: Sequence[DoubleSpec] | None = None,
     ) -> None:
         """``name`` defaults to $MOCHAOS_CLUSTER_NAME or ``mochaos``; ``apiserver_port`` to
-        $MOCHAOS_APISERVER_PORT or a free port kwokctl picks; ``doubles`` to every
-        registered double (:func:`mochaos.doubles.registered`)."""
+        $MOCHAOS_APISERVER_PORT or a free port kwokctl picks; ``doubles`` are run on every
+        start besides what targets asked for (:meth:`provide`)."""
         self.cluster_name = name or os.environ.get(NAME_ENV) or DEFAULT_NAME
         self.nodes = nodes
         self.apiserver_port = apiserver_port if apiserver_port is not None else _port_from_env()
-        self.doubles: tuple[DoubleSpec, ...] = tuple(registered() if doubles is None else doubles)
-        doubles_host.check_registry(self.doubles, COMPONENTS)
+        self._explicit: tuple[DoubleSpec, ...] = tuple(doubles or ())
+        doubles_host.check_registry(self._explicit, COMPONENTS)
         self.workdir = state_dir() / "kwok"
         self.cluster_dir = self.workdir / "clusters" / self.cluster_name
         self.supervision = Supervision(self.cluster_dir)
+
+    @property
+    def environment(self) -> Environment:
+        """What targets asked this cluster to run so far (:meth:`provide`)."""
+        return environment.read(self.cluster_dir)
+
+    @property
+    def doubles(self) -> tuple[DoubleSpec, ...]:
+        """Every process run beside the control plane: the given doubles, then the
+        environment's (:func:`mochaos.cluster.environment.parts`)."""
+        parts = environment.parts(self.environment)
+        return (
+            *self._explicit,
+            *(p for p in parts if p.name not in {d.name for d in self._explicit}),
+        )
 
     # -- paths -------------------------------------------------------------
 
@@ -179,6 +209,27 @@ class LocalProvider:
             in_use.share(self.cluster_dir)
             return self._cluster()
 
+    def provide(self, env: Environment) -> None:
+        """Run ``env`` on this (running) cluster besides what it runs already: build what is
+        missing, start it, wait until healthy. A kruise-manager of another version is
+        replaced by the one asked for."""
+        if not self.kubeconfig_path().exists():
+            raise InfraError(
+                f"cluster {self.cluster_name} is not running: nothing to provide "
+                f"{env.describe()} to",
+                hint="start it first (python -m mochaos cluster up)",
+            )
+        environment.build(env)  # outside the cluster's lock: a cold build takes minutes
+        with self._lock():
+            wanted = environment.merged(self.environment, env)
+            if wanted == self.environment and not self._double_problems():
+                return
+            doubles_host.check_registry(environment.parts(wanted), COMPONENTS)
+            _say(f"cluster {self.cluster_name}: providing {wanted.describe()}")
+            environment.write(self.cluster_dir, wanted)
+            self._refresh_doubles()
+            self._start_doubles(only_missing=True)
+
     def current(self) -> Cluster | None:
         """The cluster as it runs now (nothing started, nothing held), or None when its
         control plane does not run."""
@@ -191,6 +242,9 @@ class LocalProvider:
         else what is still wrong."""
         if not self.kubeconfig_path().exists():
             return "no kubeconfig"
+        changed = self._stages_changed()
+        if changed:
+            return changed
         if not self.supervision.table():
             # A cluster started before supervision existed: supervise it as it runs.
             missing = set(COMPONENTS) - set(self.running_pids())
@@ -206,6 +260,15 @@ class LocalProvider:
             return "; ".join(problems)
         self._start_doubles(only_missing=True)
         return None
+
+    def _stages_changed(self) -> str | None:
+        """Why the cluster's kwok Stages are not this mo-chaos's (None when they are): a
+        cluster created by an older mo-chaos lacks the kubelet stand-ins or has others."""
+        try:
+            have = (self.cluster_dir / STAGES_DIGEST).read_text().strip()
+        except OSError:
+            have = ""
+        return None if have == _stages_digest() else "its kwok Stages are not this mo-chaos's"
 
     def _supervise_components(self) -> None:
         """Capture how each component runs into the supervisor's table; start the
@@ -415,11 +478,17 @@ class LocalProvider:
             + (f"running (pid {pid})" if pid else "NOT RUNNING (python -m mochaos cluster up)")
             + f"; {restarts} restart(s) in {self.events_log()}"
         )
+        lines.append(
+            f"  {'environment':<24} {self.environment.describe()} (what targets asked for)"
+        )
         for double, problem in self._double_health():
             pid = doubles_host.running(double, self.supervision)
             state = "healthy" if problem is None else f"NOT HEALTHY: {problem}"
             where = f" (pid {pid})" if pid else ""
-            lines.append(f"  {'double ' + double.name:<24} {state}{where}")
+            restarts = sum(e.event == "restarted" and e.component == double.name
+                           for e in events.read(self.events_log()))  # fmt: skip
+            label = f"{double.kind} {double.name}"
+            lines.append(f"  {label:<24} {state}{where}; {restarts} restart(s)")
         return "\n".join(lines)
 
     # -- internals ---------------------------------------------------------
@@ -454,8 +523,10 @@ class LocalProvider:
             "kind": "KwokctlConfiguration",
             "options": options,
         }
+        # A Stage list replaces kwok's defaults: the defaults come first, then ours.
+        docs = [doc, *kwok_stages.documents(_default_stages())]
         path = self.workdir / f"{self.cluster_name}.kwokctl.yaml"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
         return path
 
     def _audit_policy_file(self) -> Path:
@@ -519,6 +590,7 @@ class LocalProvider:
             timeout=CREATE_TIMEOUT + 30,
             config=config,
         )
+        (self.cluster_dir / STAGES_DIGEST).write_text(_stages_digest() + "\n")
         self._kwokctl(
             "scale",
             "node",
@@ -529,6 +601,22 @@ class LocalProvider:
             self.cluster_name,
             timeout=60,
         )
+        self._apply_storage_class()
+
+    def _apply_storage_class(self) -> None:
+        """kwok's ``kwok-volume`` StorageClass, the default class: PVCs without a class get
+        it on creation, and kwok's volume Stages provision and bind them."""
+        from kubernetes import client, config
+
+        body = kwok_stages.storage_class(_default_stages())
+        api = config.new_client_from_config(config_file=str(self.kubeconfig_path()))
+        try:
+            client.StorageV1Api(api).patch_storage_class(
+                body["metadata"]["name"], body, field_manager="mochaos", force=True,
+                _content_type="application/apply-patch+yaml", _request_timeout=10,
+            )  # fmt: skip
+        finally:
+            api.close()
 
     def _delete(self) -> None:
         # The supervisor first: it would restart what is being stopped.
@@ -600,6 +688,15 @@ class LocalProvider:
             state_dir=self.cluster_dir,
             events_log=self.events_log(),
         )
+
+
+def _default_stages() -> Path:
+    return build.component("kwok-stages").path(kwok_stages.DEFAULTS_FILE)
+
+
+def _stages_digest() -> str:
+    docs = kwok_stages.documents(_default_stages())
+    return hashlib.sha256(yaml.safe_dump_all(docs, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def is_our_process(pid: int, component: str) -> bool:

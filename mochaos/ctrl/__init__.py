@@ -1,4 +1,4 @@
-"""Controller building blocks shared by the reference operator model and the environment
-doubles (``mochaos.doubles``). Nothing here imports anything else of mo-chaos, so the model
-stays free of the framework while the doubles reuse the same queue semantics.
+"""Controller building blocks of the reference operator model (client-go's work-queue
+semantics, plain-dict object helpers). Nothing here imports anything else of mo-chaos, so
+the model stays free of the framework.
 """

@@ -1,4 +1,4 @@
-"""Plain-dict object helpers the reference model and the kruise double share: metadata
+"""Plain-dict object helpers of the reference model: metadata
 accessors and metav1.LabelSelector matching."""
 
 from __future__ import annotations

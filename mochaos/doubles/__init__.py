@@ -1,14 +1,14 @@
 """Environment doubles: stand-ins for the parts of a real MatrixOne deployment that cannot
 run on the embedded cluster, each named as a double and written from the source it doubles.
 
-- ``kruise``: the OpenKruise workload controller (CloneSet, Advanced StatefulSet) that turns
-  the operator's CNSet / LogSet / DNSet workloads into kwok pods.
 - ``matrixone``: MatrixOne's control plane as the operator sees it over morpc (HAKeeper,
   the TN's lock service, each CN's query service), one MatrixOne cluster per namespace.
 
 A double is a long-running process the local provider starts after the control plane is
-ready and supervises like the control plane's own components. Each double module exposes
-a :class:`DoubleSpec`; :func:`registered` lists them in start order.
+ready, when an operator target needs it, and supervises like the control plane's own
+components. Each double module exposes a :class:`DoubleSpec`. The same spec describes a real
+process run the same way (OpenKruise's kruise-manager, :mod:`mochaos.kruise.manager`,
+``kind="component"``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class DoubleContext:
 
 @dataclass(frozen=True)
 class DoubleSpec:
-    """How to run and probe one double."""
+    """How to run and probe one double (or one real process run like a double)."""
 
     name: str
     description: str
@@ -42,16 +42,12 @@ class DoubleSpec:
     """None when the running double is healthy, else one line saying what is wrong."""
     prepare: Callable[[DoubleContext], None] | None = None
     """Run once before the first start (build a binary, install CRDs); may raise."""
+    env: Callable[[DoubleContext], dict[str, str]] | None = None
+    """Environment variables the process needs besides mo-chaos's own."""
+    kind: str = "double"
+    """``double`` (a stand-in) or ``component`` (the real program), for status and messages."""
 
 
 def state_dir(cluster_state: Path, name: str) -> Path:
     """Where the double called ``name`` keeps its files in a local cluster's state folder."""
     return cluster_state / "doubles" / name
-
-
-def registered() -> tuple[DoubleSpec, ...]:
-    """Every double of the local cluster, in start order: the workload controller first
-    (it makes the pods), then MatrixOne (it registers stores for those pods)."""
-    from mochaos.doubles import kruise, matrixone
-
-    return (kruise.SPEC, matrixone.SPEC)

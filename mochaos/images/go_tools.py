@@ -52,11 +52,6 @@ PROGRAMS: dict[str, GoCommand] = {
 
 MODULE_RECIPE = "module-v1"
 
-KRUISE_MODULE = "github.com/openkruise/kruise"
-KRUISE_RECIPE = "replaces-v1"
-KRUISE_PINS = ("github.com/modern-go/reflect2@v1.0.2",)
-"""kruise's own pin, reflect2 v1.0.1, crashes under Go >= 1.18 (SIGSEGV in
-``reflect.mapiternext`` from jsoniter); v1.0.2 is the fix."""
 NODE_BINARIES = ("kubelet", "kubeadm", "kube-proxy")
 
 
@@ -83,49 +78,6 @@ def _build_command(c: build.Component, runner: build._Runner) -> None:
     runner.progress(f"  [1/1] {program.binary} built in {build._fmt(time.monotonic() - t0)}")
 
 
-def _replace_block(gomod: str) -> list[str]:
-    """The ``replace`` directives of a go.mod, one per line (block or single form)."""
-    lines, inside = [], False
-    for raw in gomod.splitlines():
-        line = raw.split("//", 1)[0].strip()
-        if line.startswith("replace ("):
-            inside = True
-        elif inside and line == ")":
-            inside = False
-        elif inside and "=>" in line:
-            lines.append(f"replace {line}")
-        elif line.startswith("replace ") and "=>" in line:
-            lines.append(line)
-    return lines
-
-
-def _build_kruise(c: build.Component, runner: build._Runner) -> None:
-    """kruise-manager: a wrapper module repeating kruise's replace block (its k8s.io pins,
-    which ``go install`` refuses) with :data:`KRUISE_PINS` raised."""
-    work = build._fresh_dir(build.cache_dir() / "build" / f"{c.name}-{c.version}")
-    module = f"{KRUISE_MODULE}@{c.version}"
-    gomod = build._module_gomod(runner, module, work)
-    lines = ["module mochaos.local/kruisebin", "", *_replace_block(gomod)]
-    (work / "go.mod").write_text("\n".join(lines) + "\n")
-    runner.progress(f"  resolving {module} (with {', '.join(KRUISE_PINS)})")
-    runner.run([build._go(), "get", "-tool", module], cwd=work, label="go get", module=module)
-    runner.run([build._go(), "get", *KRUISE_PINS], cwd=work, label="go get", module=module)
-    t0 = time.monotonic()
-    runner.progress(f"  [1/1] kruise-manager {c.version} …")
-    runner.run(
-        [build._go(), "build", "-v", "-trimpath", "-ldflags", "-s -w",
-         "-o", str(c.path("manager")), KRUISE_MODULE],
-        cwd=work, label="kruise-manager", module=module,
-    )  # fmt: skip
-    runner.progress(f"  [1/1] kruise-manager built in {build._fmt(time.monotonic() - t0)}")
-
-
-def kruise_manager(version: str, *, progress: build.Progress) -> Path:
-    """OpenKruise's manager binary at ``version`` (``v1.4.0``), built when missing."""
-    c = build.Component("kruise", version, ("manager",), KRUISE_RECIPE)
-    return obtain([c], progress=progress)["manager"]
-
-
 def program(name: str, version: str) -> build.Component:
     """The component building program ``name`` (a key of :data:`PROGRAMS`) at ``version``."""
     return build.Component(name, version, (PROGRAMS[name].binary,), MODULE_RECIPE)
@@ -146,7 +98,6 @@ RECIPES: dict[str, build.Recipe] = {
     "kubernetes-node": build._build_kubernetes,
     "kubernetes": build._build_kubernetes,
     "etcd": build._build_etcd,
-    "kruise": _build_kruise,
 }
 
 

@@ -76,8 +76,9 @@ def manager_image(
 
 
 def kruise_image(version: str, *, docker: DockerCli, progress: Progress) -> str:
-    """``openkruise/kruise-manager:<version>`` from the kruise module (see go_tools)."""
-    from mochaos.images.go_tools import kruise_manager
+    """``openkruise/kruise-manager:<version>``: the binary the local cluster runs, from
+    the same recipe (:func:`mochaos.cluster.build.kruise_manager`)."""
+    from mochaos.cluster.build import kruise_manager
 
     binary = kruise_manager(version, progress=progress)
     if not binary.is_file():

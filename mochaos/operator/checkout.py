@@ -9,7 +9,6 @@ repository: mo-chaos reads it, builds from it and installs its CRDs.
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import subprocess
 import tarfile
@@ -22,6 +21,7 @@ from filelock import FileLock
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import cache_dir
 from mochaos.progress import announce
+from mochaos.tooling.gomod import module_version
 
 OPERATOR_MODULE = "github.com/matrixorigin/matrixone-operator"
 MATRIXONE_MODULE = "github.com/matrixorigin/matrixone"
@@ -51,16 +51,6 @@ class Checkout:
     def matrixone_version(self) -> str | None:
         """The ``github.com/matrixorigin/matrixone`` version its go.mod requires."""
         return module_version(self.path / "go.mod", MATRIXONE_MODULE)
-
-
-def module_version(go_mod: Path, module: str) -> str | None:
-    """The version of ``module`` a go.mod requires (None when it does not)."""
-    try:
-        text = go_mod.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    m = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.M)
-    return m.group(1) if m else None
 
 
 def _git(cwd: Path, *args: str, git_dir: bool = False) -> str:

@@ -25,7 +25,7 @@ from mochaos.operator.matrixone.waits import Timings
 from mochaos.operator.pod_freezer import PodFreezer
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress
-from mochaos.types import Cluster
+from mochaos.types import Cluster, Environment
 
 MINIO_MODES = ("auto", "docker", "in-cluster")
 
@@ -44,6 +44,8 @@ class InClusterTarget:
     version: str
     crds = "operator"
     time_scaled = False
+    environment = Environment()
+    """On kind or an existing cluster the operator's chart (or the cluster) brings OpenKruise."""
 
     def __init__(
         self,

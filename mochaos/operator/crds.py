@@ -1,15 +1,18 @@
 """The CRDs a target brings, and who owns them on a cluster.
 
-Two sets exist: ``own`` — mo-chaos's minimal schemas for CNClaim, CNClaimSet and
+Three sets exist: ``own`` — mo-chaos's minimal schemas for CNClaim, CNClaimSet and
 CNPool (``schemas/``, written from the operator's API types; enough for the
-reference model) — and ``operator`` — the operator's own CRDs read from the
-checkout or directory the user points at (``deploy/crds/`` and the OpenKruise
-CRDs of its chart, templating stripped). Nothing of the operator is shipped.
+reference model) —, ``operator`` — the operator's own CRDs read from the
+checkout or directory the user points at (``deploy/crds/``) — and ``kruise`` — all of
+OpenKruise's, read from its Go module when kruise-manager is built
+(:mod:`mochaos.kruise.manager`). Nothing of the operator or of OpenKruise is shipped.
 
 Ownership: every CRD mo-chaos installs is labelled with the set it came from
 (:data:`OWNER_LABEL`) and its source. mo-chaos replaces only CRDs it installed itself
 (the operator's replace its own minimal ones and the reverse, so a kept cluster serves
-whichever target runs: one target kind per cluster at a time); a CRD someone else
+whichever target runs: one target kind per cluster at a time; kruise's replace the copies
+an older mo-chaos installed from the operator's chart or for its kruise double, and no
+other set names them); a CRD someone else
 installed (a Helm chart, a user) is never touched — installing over it is refused with
 one line. Installs are serialised per cluster with a file lock.
 """
@@ -17,7 +20,6 @@ one line. Installs are serialised per cluster with a file lock.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +41,8 @@ OWNER_LABEL = "mochaos.io/crds"
 SOURCE_ANNOTATION = "mochaos.io/crd-source"
 FIELD_MANAGER = "mochaos"
 OWN_DIR = Path(__file__).with_name("schemas")
-KRUISE_NAMESPACE = "kruise-system"
-"""Substituted for the kruise chart's installation namespace (its conversion webhook
-service is never called: the operator and the workload double use one version)."""
-KRUISE_CRDS = ("apps.kruise.io_clonesets.yaml", "apps.kruise.io_statefulsets.yaml")
+KRUISE_OWNER = "kruise"
+"""The owner of OpenKruise's CRDs on the local cluster (installed with kruise-manager)."""
 ESTABLISHED_TIMEOUT = 30.0
 HELM_MANAGED_BY = ("app.kubernetes.io/managed-by", "Helm")
 HELM_RELEASE = "meta.helm.sh/release-name"
@@ -71,15 +71,13 @@ def own_crds() -> CrdSet:
 
 
 def operator_crds(root: Path, *, source: str) -> CrdSet:
-    """The operator's CRDs from a checkout (``deploy/crds`` + its kruise chart) or from a
-    directory of CRD files; UsageError naming what is missing."""
+    """The operator's CRDs from a checkout (``deploy/crds``) or from a directory of CRD
+    files; UsageError naming what is missing. OpenKruise's come with kruise-manager (the
+    copies in the operator's kruise chart are left out: kruise's own module is the source)."""
     crd_dir = root / "deploy" / "crds" if (root / "deploy" / "crds").is_dir() else root
     files = sorted(crd_dir.glob("*.yaml"))
     docs = [d for f in files for d in yaml.safe_load_all(f.read_text()) if _is_crd(d)]
-    kruise_dir = root / "charts" / "kruise" / "templates"
-    for name in KRUISE_CRDS:
-        if (kruise_dir / name).is_file():
-            docs += [d for d in yaml.safe_load_all(_untemplate(kruise_dir / name)) if _is_crd(d)]
+    docs = [d for d in docs if not d["spec"]["group"].endswith(".kruise.io")]
     kinds = {d["spec"]["names"]["kind"] for d in docs}
     missing = {"CNClaim", "CNClaimSet", "CNPool", "LogSet", "DNSet", "CNSet"} - kinds
     if missing:
@@ -92,15 +90,6 @@ def operator_crds(root: Path, *, source: str) -> CrdSet:
 
 def _is_crd(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
-
-
-def _untemplate(path: Path) -> str:
-    """A Helm template of a CRD without its control lines, the namespace filled in."""
-    lines = [
-        ln for ln in path.read_text().splitlines() if not re.match(r"\s*\{\{-?\s*(if|end)\b", ln)
-    ]
-    text = "\n".join(lines)
-    return re.sub(r"\{\{-?\s*\.Values\.installation\.namespace\s*-?\}\}", KRUISE_NAMESPACE, text)
 
 
 def install(cluster: Cluster, crds: CrdSet) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import InfraError
+from mochaos.kruise import manager as kruise_manager
 from mochaos.tooling.progress import say
 from mochaos.tooling.runner import Runner
 from mochaos.tooling.tools import Tool, check_version, require_tool
@@ -52,11 +53,8 @@ KRUISE_DEPLOYMENT = "kruise-controller-manager"
 KRUISE_IMAGE = "openkruise/kruise-manager:v1.4.0"
 """The kruise subchart's default manager image (preloaded into kind)."""
 
-KRUISE_FEATURE_GATES = (
-    "StatefulSetAutoDeletePVC=true,PodUnavailableBudgetDeleteGate=true,"
-    "PodUnavailableBudgetUpdateGate=true,KruiseDaemon=false"
-)
-"""The operator chart's kruise feature gates (values.yaml at 2301e3b) plus ``KruiseDaemon=false``.
+KRUISE_FEATURE_GATES = kruise_manager.FEATURE_GATES
+"""The kruise gates (one home: :data:`mochaos.kruise.manager.FEATURE_GATES`).
 
 kruise-daemon 1.4.0 crash-loops on containerd 2.x (recent kind node images),
 and Helm 4's ``--wait`` then times out on its DaemonSet. The kruise chart

@@ -9,7 +9,8 @@ running, the webhook configurations, a namespace carrying the
 run-id label, a namespace the MatrixOne double still serves. Each is removed and named in
 one line; a qualification with leftovers is not trusted blindly. A port 9443 held by
 another cluster's host is noted, not touched. The CRDs mo-chaos
-installed for a target are removed as a matter of course (the doubles' own put back), and
+installed for a target are removed as a matter of course (OpenKruise's, served by the
+cluster's kruise-manager, stay; the doubles' own are put back), and
 the webhook host's empty namespace, so that the next target installs its own.
 """
 
@@ -28,7 +29,7 @@ from mochaos.doubles import DoubleSpec
 from mochaos.errors import MochaosError
 from mochaos.kube import api_client
 from mochaos.operator import webhooks
-from mochaos.operator.crds import OWNER_LABEL, SOURCE_ANNOTATION
+from mochaos.operator.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
 from mochaos.operator.webhook_host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
 from mochaos.types import RUN_ID_LABEL, Cluster
@@ -93,13 +94,14 @@ def sweep(when: str, *, provider: str) -> Sweep:
         (d, doubles_host.context(d, cluster_name=local.cluster_name, cluster_dir=local.cluster_dir))
         for d in local.doubles
     ]
-    double = next(ctx for d, ctx in contexts if d.name == matrixone.NAME)
+    # A cluster started for the model runs no MatrixOne double: nothing it serves to check.
+    double = next((ctx.state_dir for d, ctx in contexts if d.name == matrixone.NAME), None)
     with in_use.exclusive(local.cluster_dir) as users:
         if users is not None:
             out.unchecked = f"other processes use cluster {local.cluster_name} (pids {users})"
             return out
         try:
-            _sweep(out, cluster, double.state_dir, contexts)
+            _sweep(out, cluster, double, contexts)
         except MochaosError as err:
             out.unchecked = f"the sweep failed: {err}"
         except ApiException as err:
@@ -108,7 +110,7 @@ def sweep(when: str, *, provider: str) -> Sweep:
 
 
 def _sweep(
-    out: Sweep, cluster: Cluster, double_state: Path, doubles: list[tuple[DoubleSpec, Any]]
+    out: Sweep, cluster: Cluster, double_state: Path | None, doubles: list[tuple[DoubleSpec, Any]]
 ) -> None:
     assert cluster.state_dir is not None
     reaped = runstate.reap(_delete_namespace)
@@ -123,8 +125,9 @@ def _sweep(
         for ns in core.list_namespace(label_selector=RUN_ID_LABEL, _request_timeout=10).items:
             namespaces.delete(api, ns.metadata.name, grace=NAMESPACE_GRACE)
             out.left.append(f"namespace {ns.metadata.name}")
-        out.left += [f"the MatrixOne double still serving namespace {ns}"
-                     for ns in _double_namespaces(double_state)]  # fmt: skip
+        if double_state is not None:
+            out.left += [f"the MatrixOne double still serving namespace {ns}"
+                         for ns in _double_namespaces(double_state)]  # fmt: skip
         out.removed += _remove_crds(api)
         for double, ctx in doubles:
             double.prepare(ctx)
@@ -160,14 +163,15 @@ def _double_namespaces(state: Path) -> list[str]:
 
 def _remove_crds(api: client.ApiClient) -> list[str]:
     """Delete every CRD a target installed (labelled with its set and source); one line per
-    source. The doubles' own (no source) stay; those a target had replaced are put back
-    by the doubles' ``prepare``."""
+    source. OpenKruise's, installed with the cluster's kruise-manager (which serves them
+    to every target), stay; any a target had replaced are put back by the doubles'
+    ``prepare``."""
     ext = client.ApiextensionsV1Api(api)
     by_source: dict[str, int] = {}
     listed = ext.list_custom_resource_definition(label_selector=OWNER_LABEL, _request_timeout=10)
     for crd in listed.items:
         name, source = crd.metadata.name, (crd.metadata.annotations or {}).get(SOURCE_ANNOTATION)
-        if source is None:
+        if source is None or crd.metadata.labels.get(OWNER_LABEL) == KRUISE_OWNER:
             continue
         if _delete(
             lambda n=name: ext.delete_custom_resource_definition(n, _request_timeout=10),

@@ -1,13 +1,15 @@
 """The real operator manager on the local cluster: what ``binary:``, ``source:`` and
 ``image:`` (:mod:`~mochaos.operator.container_target`) share.
 
-Per session: the operator's CRDs (from the checkout or ``--operator-crds``) and its
-webhooks, served by one shared manager (:mod:`~mochaos.operator.webhooks`). Per test
-namespace: a LogSet and a DNSet (MatrixOne's log service and TN, realised by the
-local cluster's OpenKruise and MatrixOne doubles), then a manager watching only that
-namespace. Sessions on a CN go through the MatrixOne double's control interface.
-The real manager cannot be time-scaled: its intervals are compiled in, and the waits
-below are sized from them.
+Per session: the environment it runs on (kruise-manager of the version the checkout pins,
+:mod:`mochaos.kruise.pin`, and the MatrixOne double, started on the local cluster when
+absent), the operator's CRDs (from the checkout or ``--operator-crds``) and its webhooks,
+served by one shared manager (:mod:`~mochaos.operator.webhooks`). Per test namespace: a
+LogSet and a DNSet (MatrixOne's log service and TN, realised by the local cluster's
+kruise-manager and MatrixOne double), then a manager watching only that namespace.
+Sessions on a CN go through the MatrixOne double's control interface. The real manager
+cannot be time-scaled: its intervals are compiled in, and the waits below are sized from
+them.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mochaos.cluster import environment
 from mochaos.errors import InfraError, UsageError
+from mochaos.kruise import pin as kruise_pin
 from mochaos.operator import crds as crd_install
 from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
 from mochaos.operator.warm import WarmNamespaces
 from mochaos.progress import announce
-from mochaos.types import Cluster, RunningOperator
+from mochaos.types import Cluster, Environment, RunningOperator
 
 if TYPE_CHECKING:
     from mochaos.operator.container import OperatorContainer
@@ -35,12 +39,12 @@ READY_TIMEOUT = 90.0
 
 
 def require_local(options: dict[str, Any], scheme: str) -> None:
-    """binary:/source: need the local cluster's doubles; UsageError elsewhere."""
+    """binary:/source: need the local cluster's MatrixOne double; UsageError elsewhere."""
     cluster = options.get("cluster", "local")
     if cluster != "local":
         raise UsageError(
-            f"{scheme}: targets run on the local cluster (its OpenKruise and MatrixOne "
-            f"doubles), not on --mochaos-cluster={cluster}",
+            f"{scheme}: targets run on the local cluster (its kruise-manager and MatrixOne "
+            f"double), not on --mochaos-cluster={cluster}",
             hint="on kind, qualify the operator's image: --operator=image:<repo>:<tag>",
         )
 
@@ -111,6 +115,12 @@ class ManagerTarget:
         """Namespaces made ready ahead for the next tests (started at install when wanted)."""
 
     @property
+    def environment(self) -> Environment:
+        """kruise-manager of the version the operator pins, and the MatrixOne double (a
+        ``source:`` checkout is read once exported, i.e. from :meth:`install` on)."""
+        return Environment(kruise=kruise_pin.pinned_version(self._crd_root), matrixone=True)
+
+    @property
     def binary(self) -> Path:
         """The manager binary (built on first use for ``source:``)."""
         if self._binary is None:
@@ -151,9 +161,10 @@ class ManagerTarget:
     # -- the target ---------------------------------------------------------------------------
 
     def install(self, cluster: Cluster) -> None:
-        """Build or find the manager, install the operator's CRDs, start or join the webhook
-        host."""
+        """Provide the environment, build or find the manager, install the operator's CRDs,
+        start or join the webhook host."""
         build = self._identity()
+        environment.provide(cluster, self.environment)
         crd_install.install(
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
         )

@@ -15,7 +15,7 @@ from mochaos.kube import api_client
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.crds import install, own_crds
 from mochaos.operator.process import OperatorProcess
-from mochaos.types import SCORE_ANNOTATION, Cluster, Waits
+from mochaos.types import SCORE_ANNOTATION, Cluster, Environment, Waits
 
 
 def model_waits(time_scale: float) -> Waits:
@@ -64,6 +64,8 @@ class ModelTarget:
     images: tuple[str, ...] = ()
     crds = "own"
     time_scaled = True
+    environment = Environment()
+    """The model makes its pods itself: no workload controller, no MatrixOne double."""
 
     def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
         if profile not in PROFILES and profile not in ALIASES:

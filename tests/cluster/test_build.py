@@ -35,7 +35,7 @@ class Recipes:
             time.sleep(self.seconds)
             if c.name == self.fail:
                 raise build.BuildError(f"building {c.name} failed: stand-in")
-            for b in c.binaries:
+            for b in (*c.binaries, *c.files):
                 c.path(b).write_text("stand-in")
         finally:
             with self.lock:
@@ -57,9 +57,9 @@ def run(todo=build.COMPONENTS) -> None:
 
 
 def test_kubernetes_has_a_lane_of_its_own():
-    k8s, etcd, kwok, double = build.COMPONENTS
-    assert build._lanes(list(build.COMPONENTS), 2) == [[k8s], [etcd, kwok, double]]
-    assert build._lanes(list(build.COMPONENTS), 3) == [[k8s], [etcd, double], [kwok]]
+    k8s, etcd, kwok, stages = build.COMPONENTS
+    assert build._lanes(list(build.COMPONENTS), 2) == [[k8s], [etcd, kwok, stages]]
+    assert build._lanes(list(build.COMPONENTS), 3) == [[k8s], [etcd, stages], [kwok]]
     assert build._lanes(list(build.COMPONENTS), 1) == [list(build.COMPONENTS)]
     assert build._lanes([etcd], 2) == [[etcd]]
 

@@ -478,7 +478,7 @@ def test_build_downloads_in_download_mode_from_mirror_env(
     for c in build.COMPONENTS:
         if c.name not in download.PLANS:  # a component added later: treat it as cached
             c.directory.mkdir(parents=True)
-            for b in c.binaries:
+            for b in (*c.binaries, *c.files):
                 c.path(b).write_bytes(b"")
             c.stamp.write_text(f"{download.fingerprint(c)} {download.RECIPE}\n")
     lines: list[str] = []

@@ -14,8 +14,9 @@ from kubernetes.client.rest import ApiException
 
 from mochaos.cluster import attached, build
 from mochaos.cluster.attached import Attached
-from mochaos.cluster.local import LocalProvider, is_our_process
+from mochaos.cluster.local import COMPONENTS, LocalProvider, is_our_process
 from mochaos.observe.watching import KindWatcher, RawEvent
+from mochaos.types import Environment
 
 from polling import wait_until
 
@@ -206,6 +207,9 @@ def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
         first = provider.up()
         pids = provider.running_pids()
         assert len(pids) == 5, pids
+        # Started as for the reference model: nothing beside the control plane.
+        assert [s.name for s in provider.supervision.table()] == list(COMPONENTS)
+        assert provider.environment == Environment()
         again = provider.up()
         assert again == first
         assert provider.running_pids() == pids, "a healthy cluster must be reused, not restarted"

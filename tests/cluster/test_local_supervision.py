@@ -99,7 +99,8 @@ def test_the_double_is_prepared_started_and_healthy(provider):
     assert [ln.split()[0] for ln in lines[1:6]] == list(COMPONENTS)
     assert all("running (pid " in ln for ln in lines[1:6]), lines
     assert lines[6].split()[:3] == ["supervisor", "running", "(pid"], lines
-    assert lines[7].split()[:3] == ["double", "fake", "healthy"], lines
+    assert lines[7].split()[:2] == ["environment", "nothing"], lines
+    assert lines[8].split()[:3] == ["double", "fake", "healthy"], lines
     # Red: a double whose health check fails makes the cluster unhealthy, and says why.
     (state / "sick").touch()
     try:

@@ -9,10 +9,10 @@ import yaml
 
 from mochaos.errors import UsageError
 from mochaos.operator.crds import (
+    KRUISE_OWNER,
     OWNER_LABEL,
     SOURCE_ANNOTATION,
     CrdSet,
-    _untemplate,
     decide,
     operator_crds,
     own_crds,
@@ -59,17 +59,29 @@ def test_own_schemas_carry_the_owner_label():
     assert {d["spec"]["names"]["kind"] for d in OWN.docs} == {"CNClaim", "CNClaimSet", "CNPool"}
 
 
-def test_kruise_chart_templates_lose_their_control_lines(tmp_path: Path):
-    tpl = tmp_path / "crd.yaml"
-    tpl.write_text(
-        "{{- if .Values.crds.managed }}\napiVersion: apiextensions.k8s.io/v1\n"
-        "kind: CustomResourceDefinition\nmetadata:\n  name: x\nspec:\n  conversion:\n"
-        "    webhook:\n      clientConfig:\n        service:\n"
-        "          namespace: {{ .Values.installation.namespace }}\n{{- end }}\n"
-    )
-    doc = yaml.safe_load(_untemplate(tpl))
-    service = doc["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
-    assert service["namespace"] == "kruise-system"
+def test_kruises_own_crds_replace_the_copies_an_older_mo_chaos_installed():
+    kruise = CrdSet(KRUISE_OWNER, "github.com/openkruise/kruise@v1.4.0 config/crd/bases", ())
+    # From the operator's chart (owner operator), and the kruise double's (owner own).
+    assert decide(crd("operator", "matrixone-operator 2301e3b"), kruise) == "replace"
+    assert decide(crd("own", "mo-chaos kruise double"), kruise) == "replace"
+    assert decide(crd(KRUISE_OWNER, kruise.source), kruise) == "keep"
+
+
+def _crd_file(folder: Path, kind: str, group: str) -> None:
+    plural = kind.lower() + "s"
+    doc = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"{plural}.{group}"},
+           "spec": {"group": group, "names": {"kind": kind, "plural": plural}}}  # fmt: skip
+    (folder / f"{group}_{plural}.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_the_operator_set_leaves_openkruise_crds_to_kruise(tmp_path: Path):
+    for kind in ("CNClaim", "CNClaimSet", "CNPool", "LogSet", "DNSet", "CNSet"):
+        _crd_file(tmp_path, kind, "core.matrixorigin.io")
+    _crd_file(tmp_path, "CloneSet", "apps.kruise.io")
+    names = operator_crds(tmp_path, source="x").names
+    assert "cnclaims.core.matrixorigin.io" in names
+    assert not [n for n in names if n.endswith(".kruise.io")]
 
 
 def test_a_directory_without_the_operators_kinds_is_refused(tmp_path: Path):

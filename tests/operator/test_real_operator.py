@@ -3,7 +3,8 @@
 Needs a matrixone-operator checkout (a work tree or git directory holding both commits):
 ``MOCHAOS_OPERATOR_SRC=<checkout>``; without it these tests skip with that reason (CI has
 none). Each builds the manager at the commit (cached), runs it on the local cluster with
-its CRDs, webhooks and the OpenKruise and MatrixOne doubles, and judges the scenario.
+its CRDs, webhooks, the real kruise-manager and the MatrixOne double, and judges the
+scenario.
 """
 
 from __future__ import annotations

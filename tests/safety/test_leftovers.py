@@ -18,7 +18,6 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos.cluster.local import LocalProvider
-from mochaos.doubles.kruise import crds as kruise_crds
 from mochaos.kube import api_client
 from mochaos.operator import crds, webhooks
 from mochaos.operator.leftovers import sweep
@@ -39,6 +38,21 @@ from polling import wait_until
 
 pytestmark = needs_binaries
 CLONESETS = "clonesets.apps.kruise.io"
+WIDGETS = "widgets.apps.example.io"
+
+
+def _crd(plural: str, group: str, kind: str) -> dict:
+    """A minimal namespaced CRD (any object accepted)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": plural, "kind": kind, "singular": kind.lower()},
+                 "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +99,11 @@ def _plant(cluster: Cluster, tmp_path: Path) -> dict[str, int]:
         _namespace(api, "mc-left-behind")
         _namespace(api, "mc-dead-runs")
     crds.install(cluster, crds.own_crds())
-    # A target's CloneSet CRD in place of the kruise double's (as the operator's chart has).
-    (clonesets,) = [d for d in kruise_crds.definitions() if d["metadata"]["name"] == CLONESETS]
-    crds.install(cluster, crds.CrdSet("operator", "an operator's", (clonesets,)))
+    # A CRD a target installed, and OpenKruise's as the cluster's kruise-manager installs them.
+    widgets = _crd("widgets", "apps.example.io", "Widget")
+    crds.install(cluster, crds.CrdSet("operator", "an operator's", (widgets,)))
+    clonesets = _crd("clonesets", "apps.kruise.io", "CloneSet")
+    crds.install(cluster, crds.CrdSet(crds.KRUISE_OWNER, "kruise's module", (clonesets,)))
     ca = (webhooks.make_certificates(tmp_path / "certs") / "caBundle").read_bytes()
     hook = webhooks.Hook("/mutate-x", "core.matrixorigin.io", "v1alpha1", "cnclaims", True)
     webhooks.register(cluster, webhooks.configurations([hook], ca, port=1))
@@ -128,8 +144,9 @@ def test_the_sweep_names_and_removes_every_leftover(swept_cluster: Cluster, tmp_
         )
         core = client.CoreV1Api(api)
         assert not _exists(lambda: core.read_namespace("mc-left-behind"))
-        back = ext.read_custom_resource_definition(CLONESETS).metadata.labels
-        assert back[crds.OWNER_LABEL] == "own", "the kruise double's CRD was not put back"
+        assert not _exists(lambda: ext.read_custom_resource_definition(WIDGETS))
+        kept = ext.read_custom_resource_definition(CLONESETS).metadata.labels
+        assert kept[crds.OWNER_LABEL] == crds.KRUISE_OWNER, "kruise's CRD was not kept"
     wait_until(LocalProvider(name=swept_cluster.name).is_healthy, timeout=60,
                what="the cluster healthy after the sweep")  # fmt: skip
     again = sweep("after test", provider="local")

@@ -30,7 +30,7 @@ def command(ctx: DoubleContext) -> list[str]:
     """The argv of the double for ``ctx`` (foreground; SIGTERM stops it cleanly)."""
     from mochaos.cluster import build
 
-    binary = build.component("matrixone-double").path("matrixone-double")
+    binary = build.matrixone_double_component().path("matrixone-double")
     return [
         str(binary),
         "--kubeconfig",

@@ -15,6 +15,8 @@ import re
 import shutil
 from pathlib import Path
 
+from mochaos.tooling.gomod import replace_lines
+
 GO_MODULE = Path(__file__).with_name("go")
 MO_MODULE = "github.com/matrixorigin/matrixone"
 BINARY = "matrixone-double"
@@ -23,7 +25,6 @@ RECIPE = "module-v1"
 NOSUMDB = "github.com/matrixorigin"
 
 _REQUIRE = re.compile(rf"^\s*(?:require\s+)?{re.escape(MO_MODULE)}\s+(\S+)", re.M)
-_REPLACE_LINE = re.compile(r"^\s*(?:replace\s+)?(\S+(?:\s+v\S+)?)\s+=>\s+(\S+)\s+(v\S+)\s*$")
 
 
 def build_env() -> dict[str, str]:
@@ -55,31 +56,6 @@ def recipe() -> str:
     for path in _sources():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return f"{RECIPE}-{digest.hexdigest()[:12]}"
-
-
-def replace_lines(mo_gomod: str) -> list[str]:
-    """The module replacements of a MatrixOne go.mod, as single-line directives.
-
-    Local-path replacements (``=> ./x``) are left out: they only make sense inside
-    MatrixOne's own tree.
-    """
-    out: list[str] = []
-    in_block = False
-    for raw in mo_gomod.splitlines():
-        line = raw.split("//", 1)[0].rstrip()
-        stripped = line.strip()
-        if stripped.startswith("replace ("):
-            in_block = True
-            continue
-        if in_block and stripped == ")":
-            in_block = False
-            continue
-        if not (in_block or stripped.startswith("replace ")):
-            continue
-        m = _REPLACE_LINE.match(stripped)
-        if m and not m.group(2).startswith("."):
-            out.append(f"replace {m.group(1)} => {m.group(2)} {m.group(3)}")
-    return out
 
 
 def prepare_module(work: Path, version: str, mo_gomod: str | None) -> list[list[str]]:

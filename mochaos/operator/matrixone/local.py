@@ -1,7 +1,7 @@
 """One test namespace's MatrixOne on the local cluster, for the real operator manager.
 
 The namespace gets a LogSet and a DNSet (the shapes the kind path uses); the operator
-turns them into OpenKruise workloads, the local cluster's kruise double turns those into
+turns them into OpenKruise workloads, the local cluster's kruise-manager turns those into
 kwok pods, and its MatrixOne double serves the namespace's HAKeeper, TN lock service and
 CN query services on the namespace's own loopback address. The scenario's CNPool then
 uses the template and dependencies returned here. Client sessions on a CN (the platform

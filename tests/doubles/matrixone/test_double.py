@@ -56,7 +56,7 @@ def running(mo, namespace: str) -> bool:
 
 def probe(*args: str) -> dict:
     """`matrixone-double probe …`: the operator's own clients against an address."""
-    binary = build.component("matrixone-double").path("matrixone-double")
+    binary = build.matrixone_double_component().path("matrixone-double")
     out = subprocess.run(
         [str(binary), "probe", *args], capture_output=True, text=True, timeout=60, check=False
     )

@@ -8,6 +8,7 @@ import pytest
 
 from mochaos.cluster import build as cluster_build
 from mochaos.doubles.matrixone import build
+from mochaos.tooling.gomod import replace_lines
 
 MO_GOMOD = """module github.com/matrixorigin/matrixone
 
@@ -26,7 +27,7 @@ replace (
 
 
 def test_replace_lines_keep_module_replacements_only() -> None:
-    assert build.replace_lines(MO_GOMOD) == [
+    assert replace_lines(MO_GOMOD) == [
         "replace github.com/hashicorp/memberlist => github.com/matrixorigin/memberlist v0.5.1-0.1",
         "replace github.com/fagongzi/goetty/v2 v2.0.3-0.1"
         " => github.com/matrixorigin/goetty/v2 v2.0.0-2",
@@ -73,8 +74,8 @@ def test_recipe_changes_with_the_sources(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert build.recipe() == after, "tests are not part of the binary"
 
 
-def test_the_cluster_build_includes_the_double() -> None:
-    c = cluster_build.component("matrixone-double")
+def test_the_double_component_is_the_pinned_build() -> None:
+    c = cluster_build.matrixone_double_component()
     assert (c.version, c.binaries) == (build.pinned_version(), (build.BINARY,))
     assert c.directory.name == f"matrixone-double-{build.pinned_version()}"
 

@@ -1,6 +1,8 @@
 """Run by the safety tests as a child pytest on a private local cluster: the seed scenario
 with the cluster's doubles stopped mid-scenario — the MatrixOne double, then the workload
-controller — through the local cluster's own stop/start API, each for ``OUTAGE`` seconds.
+controller (kruise-manager) — through the local cluster's own stop/start API, each for
+``OUTAGE`` seconds. The model needs neither: they are provided first, as a real target's
+install would.
 
 Not collected by ``pytest tests/``. It refuses any cluster but a private local
 ``mc-safety-*`` one: it really stops that cluster's doubles.
@@ -14,9 +16,10 @@ import pytest
 
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import UsageError
+from mochaos.kruise.module import DEFAULT_VERSION
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.recipes import build_seed, scale_in_during_migration
-from mochaos.types import Cluster
+from mochaos.types import Cluster, Environment
 
 pytestmark = pytest.mark.scenario
 
@@ -25,18 +28,26 @@ OUTAGE = 8.0
 DOUBLES = ("matrixone", "kruise")
 
 
-def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
+@pytest.fixture(scope="module", autouse=True)
+def dependencies(cluster: Cluster) -> None:
+    """The doubles of a real target, running before the recorder looks for them."""
     if cluster.provider != "local" or not cluster.name.startswith("mc-safety-"):
         raise UsageError(
             f"refusing to stop the doubles of cluster {cluster.name} ({cluster.provider})",
             hint="run this only on a private cluster: MOCHAOS_CLUSTER_NAME=mc-safety-<x>",
         )
+    LocalProvider(name=cluster.name).provide(Environment(kruise=DEFAULT_VERSION, matrixone=True))
+
+
+def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
     sc = scenario
     seed = build_seed(sc)
     provider = LocalProvider(name=cluster.name)
     for name in DOUBLES:
+        # kruise-manager closes its health endpoint as soon as it is told to stop, before
+        # it exits: its outage starts here.
+        sc.recorder.mark(f"{name} stopping")
         saved = provider.stop_component(name)
-        sc.recorder.mark(f"{name} stopped")
         try:
             time.sleep(OUTAGE)  # the outage under test, not a wait for a state
         finally:

@@ -1,0 +1,73 @@
+"""What operator targets need beside the control plane, as processes of the local cluster.
+
+A target declares an :class:`~mochaos.types.Environment`; the local provider runs what it
+names (:meth:`~mochaos.cluster.local.LocalProvider.provide`) and remembers it in the
+cluster's folder, so that a kept cluster brings the same processes back. A cluster started
+for the reference model runs neither, and nothing is built for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mochaos.doubles import DoubleSpec
+from mochaos.types import Cluster, Environment
+
+FILE = "environment.json"
+"""In the cluster's folder: the environment provided so far."""
+
+
+def parts(env: Environment) -> tuple[DoubleSpec, ...]:
+    """The processes of ``env`` in start order: kruise-manager first (it makes the pods the
+    operator's workloads ask for), then the MatrixOne double (it registers stores for them)."""
+    from mochaos.doubles import matrixone
+    from mochaos.kruise import manager
+
+    out = [manager.spec(env.kruise)] if env.kruise else []
+    return (*out, *([matrixone.SPEC] if env.matrixone else []))
+
+
+def build(env: Environment) -> None:
+    """Put what ``env`` runs into the binary cache (each under its own build lock, so that a
+    cold build does not hold the cluster's lock for minutes)."""
+    from mochaos.cluster import build as binaries
+
+    if env.kruise:
+        binaries.kruise_manager(env.kruise)
+    if env.matrixone:
+        binaries.matrixone_double()
+
+
+def merged(current: Environment, wanted: Environment) -> Environment:
+    """What runs once ``wanted`` is provided on a cluster running ``current``: both, with
+    ``wanted``'s kruise version (one kruise-manager per cluster)."""
+    return Environment(
+        kruise=wanted.kruise or current.kruise, matrixone=current.matrixone or wanted.matrixone
+    )
+
+
+def read(cluster_dir: Path) -> Environment:
+    """The environment recorded for a cluster (nothing when none was provided)."""
+    try:
+        data = json.loads((cluster_dir / FILE).read_text())
+    except (OSError, ValueError):
+        return Environment()
+    return Environment(kruise=data.get("kruise") or None, matrixone=bool(data.get("matrixone")))
+
+
+def write(cluster_dir: Path, env: Environment) -> None:
+    """Record ``env`` as the cluster's environment."""
+    cluster_dir.mkdir(parents=True, exist_ok=True)
+    data = {"kruise": env.kruise, "matrixone": env.matrixone}
+    (cluster_dir / FILE).write_text(json.dumps(data) + "\n")
+
+
+def provide(cluster: Cluster, env: Environment) -> None:
+    """Make sure ``env`` runs on ``cluster``: built, started and healthy on a local cluster.
+    Other providers bring their own (the operator's chart installs OpenKruise on kind)."""
+    if cluster.provider != "local" or env == Environment():
+        return
+    from mochaos.cluster.local import LocalProvider
+
+    LocalProvider(name=cluster.name).provide(env)
