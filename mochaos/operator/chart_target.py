@@ -130,7 +130,8 @@ class SourceChartTarget(ImageTarget):
     packaged as an image (registered in :mod:`mochaos.images.catalog`, so the provider builds
     it when it loads it), installed with the checkout's own chart."""
 
-    def __init__(self, *, value: str, run_id: str = "", **kwargs: Any) -> None:
+    def __init__(self, *, value: str, **kwargs: Any) -> None:
+        run_id = str(kwargs.get("run_id") or "")
         if git_source.is_url(value):
             url, ref = git_source.parse(value)
             found = git_source.identify(url, ref, run_id=run_id)
@@ -167,9 +168,7 @@ def from_source(value: str, options: dict[str, Any]) -> SourceChartTarget:
             "source: cannot run on an existing cluster: its nodes cannot pull an image built here",
             hint="push the operator's image to a registry its nodes reach and use image:<ref>",
         )
-    return SourceChartTarget(
-        value=value, run_id=str(options.get("run_id", "")), **target_kwargs(options, chart=True)
-    )
+    return SourceChartTarget(value=value, **target_kwargs(options, chart=True))
 
 
 def from_spec(value: str, options: dict[str, Any]) -> ImageTarget:

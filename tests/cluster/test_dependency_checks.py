@@ -5,14 +5,14 @@ violation it caused stood as the operator's verdict."""
 
 from __future__ import annotations
 
-from mochaos.cluster import doubles_host
+from mochaos.cluster import doubles_host, environment
 from mochaos.cluster.local import LocalProvider
-from mochaos.doubles import registered
+from mochaos.types import Environment
 
 
 def _probes(monkeypatch, tmp_path, pids: list[int | None]) -> list[str | None]:
     monkeypatch.setenv("MOCHAOS_STATE", str(tmp_path))
-    double = registered()[0]
+    (double,) = environment.parts(Environment(matrixone=True))
     looks = iter(pids)
     monkeypatch.setattr(doubles_host, "running", lambda d, s: next(looks))
     monkeypatch.setattr(doubles_host, "health", lambda d, ctx: None)

@@ -39,7 +39,7 @@ pytestmark = [
     pytest.mark.skipif(not os.environ.get(ENV_SOURCE), reason=f"{ENV_SOURCE} is unset"),
     pytest.mark.skipif(
         os.environ.get(E2E_ENV) != "1",
-        reason=f"kind end to end runs in .ci/run's kind step ({E2E_ENV}=1)",
+        reason=f"kind end to end runs in .ci/run's kind step (MOCHAOS_CI_KIND=1: {E2E_ENV}=1)",
     ),
 ]
 

@@ -17,7 +17,8 @@ SCENARIO = "test_dependencies_down_mid_scenario"
 @needs_binaries
 def test_doubles_down_mid_scenario_are_an_infrastructure_error_naming_them(child, private_cluster):
     env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster)
-    run = child(str(CHILD / "dependency_outage.py"), "--operator", "model:upstream", env=env)
+    run = child(str(CHILD / "dependency_outage.py"), "--operator", "model:upstream",
+                "-k", SCENARIO, env=env)  # fmt: skip
     case = run.case(SCENARIO)
     # An error raised in the test's call is a JUnit <failure> (pytest's rule); its message
     # says what it is, and the run's summary counts it as an error.
@@ -40,3 +41,25 @@ def test_doubles_down_mid_scenario_are_an_infrastructure_error_naming_them(child
         assert down, labels
         assert any(lb.startswith(f"{DEPENDENCY_AVAILABLE}: {name} after ") for lb in labels)
         assert down[0] > labels.index(f"{name} stopping"), labels
+
+
+KILLED = "test_kruise_manager_killed_mid_scenario"
+
+
+@needs_binaries
+def test_kruise_manager_killed_mid_scenario_is_an_infrastructure_error(child, private_cluster):
+    env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster)
+    run = child(str(CHILD / "dependency_outage.py"), "--operator", "model:upstream",
+                "-k", KILLED, env=env)  # fmt: skip
+    case = run.case(KILLED)
+    assert case.message.startswith("mo-chaos infrastructure error in phase 'verdict': "), (
+        case.message, run.output[-3000:])  # fmt: skip
+    assert "a dependency of the operator was unavailable" in case.message
+    assert "kruise for" in case.message and "matrixone" not in case.message, case.message
+    (folder,) = (p for p in run.run_dir().iterdir() if p.name.endswith(f".{KILLED}"))
+    labels = [m.label for m in History.from_jsonl(folder / "history.jsonl").markers()]
+    down = [
+        i for i, lb in enumerate(labels) if lb.startswith(f"{DEPENDENCY_UNAVAILABLE}: kruise (")
+    ]
+    assert down and down[0] > labels.index("kruise killed"), labels
+    assert any(lb.startswith(f"{DEPENDENCY_AVAILABLE}: kruise after ") for lb in labels), labels

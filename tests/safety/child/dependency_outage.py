@@ -1,8 +1,8 @@
 """Run by the safety tests as a child pytest on a private local cluster: the seed scenario
 with the cluster's doubles stopped mid-scenario — the MatrixOne double, then the workload
 controller (kruise-manager) — through the local cluster's own stop/start API, each for
-``OUTAGE`` seconds. The model needs neither: they are provided first, as a real target's
-install would.
+``OUTAGE`` seconds; or kruise-manager killed, for the supervisor to restart. The model
+needs neither: they are provided first, as a real target's install would.
 
 Not collected by ``pytest tests/``. It refuses any cluster but a private local
 ``mc-safety-*`` one: it really stops that cluster's doubles.
@@ -10,16 +10,22 @@ Not collected by ``pytest tests/``. It refuses any cluster but a private local
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import pytest
 
+from mochaos.cluster import doubles_host
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import UsageError
+from mochaos.kruise import manager
 from mochaos.kruise.module import DEFAULT_VERSION
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.recipes import build_seed, scale_in_during_migration
 from mochaos.types import Cluster, Environment
+
+from polling import wait_until
 
 pytestmark = pytest.mark.scenario
 
@@ -53,4 +59,18 @@ def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
         finally:
             provider.start_component(saved)
         sc.recorder.mark(f"{name} started")
+    scale_in_during_migration(sc, seed)
+
+
+def test_kruise_manager_killed_mid_scenario(scenario: Scenario, cluster: Cluster):
+    """A crash rather than a stop: the supervisor restarts kruise-manager on its own."""
+    sc = scenario
+    seed = build_seed(sc)
+    provider = LocalProvider(name=cluster.name)
+    pid = doubles_host.running(manager.spec(DEFAULT_VERSION), provider.supervision)
+    assert pid is not None, "kruise-manager is not running"
+    sc.recorder.mark("kruise killed")
+    os.kill(pid, signal.SIGKILL)
+    wait_until(provider.is_healthy, timeout=120, what="kruise-manager restarted and healthy")
+    sc.recorder.mark("kruise healthy again")
     scale_in_during_migration(sc, seed)
