@@ -202,11 +202,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cluster", "--mochaos-cluster", "cluster provider: local (default), kind, "
             "existing", "local", choices=PROVIDERS, target=True),
     Setting("kubeconfig", "--mochaos-kubeconfig", "existing: the kubeconfig file", None, _path,
-            doc="(see Safety in the README)"),
+            doc="([safety.md](safety.md))"),
     Setting("context", "--mochaos-context", "existing: the kubeconfig context to use", None),
     Setting("allow_context", "--mochaos-allow-context", "existing: a context that may be used "
             "(repeatable); any other is refused", (), _words, repeat=True,
-            doc="(see Safety in the README)"),
+            doc="([safety.md](safety.md))"),
     Setting("keep_cluster", "--mochaos-keep-cluster", "kind: keep the cluster afterwards",
             False, _bool, switch=True),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),

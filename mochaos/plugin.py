@@ -307,7 +307,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # The report the scenario's result is made of when it has no verdict (a set-up
         # that was inconclusive or broke never reaches the call).
         item.stash[_REPORT_KEY] = report
-    elif report.when == "setup" and report.failed and "scenario" in item.fixturenames:
+    if (
+        report.when == "setup"
+        and report.failed
+        and "scenario" in item.fixturenames
+        and not item.stash.get(_SCENARIO_STARTED, False)
+    ):
+        # The scenario fixture never started (its cluster or operator failed): its
+        # teardown, which writes the result, will not run.
         _write_setup_error(item, report)
     return report
 
@@ -327,6 +334,8 @@ def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 _REPORT_KEY = pytest.StashKey[pytest.TestReport]()
+_SCENARIO_STARTED = pytest.StashKey[bool]()
+"""Set once the scenario fixture has started: from then on its teardown writes the result."""
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
@@ -588,6 +597,7 @@ def scenario(
         cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
         nodeid=_test_id(request.node),
     )  # fmt: skip
+    request.node.stash[_SCENARIO_STARTED] = True
     yield sc
     sc.close()
     recorder.stop()

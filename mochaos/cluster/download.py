@@ -92,7 +92,8 @@ class Target(Protocol):
 @dataclass(frozen=True)
 class Sources:
     """Base URLs of the releases; each is overridden by its environment variable (a mirror
-    serves the same layout below its base, see README "How the binaries are obtained").
+    serves the same layout below its base: docs/local-cluster.md, "How the binaries are
+    obtained").
 
     - ``kubernetes`` (``MOCHAOS_KUBERNETES_URL``): ``<base>/<v>/bin/linux/<arch>/<binary>``
       and ``<binary>.sha256`` next to it, holding the digest alone (kubernetes/release

@@ -62,6 +62,7 @@ def test_a_module_dropped_into_a_folder_registers_itself(tmp_path):
     (tmp_path / "always_fine.py").write_text(ADDED)
     found = registry.discover([tmp_path])
     assert [inv.id for inv in found] == [*IDS, "always-fine"]
+    assert sys.modules[f"{registry.PACKAGE}.always_fine"].INVARIANT is found[-1]
     verdicts = evaluate(History(), CheckOptions(), final=True, invariants=found)
     assert (verdicts[-1].invariant, verdicts[-1].status) == ("always-fine", "pass")
     sys.modules.pop(f"{registry.PACKAGE}.always_fine", None)
@@ -74,11 +75,16 @@ def test_two_invariants_with_one_id_are_refused(tmp_path):
     sys.modules.pop(f"{registry.PACKAGE}.again", None)
 
 
-def test_modules_without_an_invariant_and_private_modules_are_not_invariants(tmp_path):
+def test_modules_without_an_invariant_and_private_modules_are_skipped(tmp_path):
     (tmp_path / "helpers.py").write_text("VALUE = 1\n")
     (tmp_path / "_private.py").write_text(ADDED.replace("always-fine", "private"))
-    assert registry.discover([tmp_path]) == ALL
-    sys.modules.pop(f"{registry.PACKAGE}.helpers", None)
+    (tmp_path / "later.py").write_text(ADDED.replace("always-fine", "later"))
+    assert registry.discover([tmp_path]) == (
+        *ALL,
+        sys.modules[f"{registry.PACKAGE}.later"].INVARIANT,
+    )
+    for name in ("helpers", "later"):
+        sys.modules.pop(f"{registry.PACKAGE}.{name}", None)
     assert f"{registry.PACKAGE}._private" not in sys.modules
 
 
@@ -174,3 +180,13 @@ def test_bad_options_are_usage_errors(field, value):
     options = dataclasses.replace(CheckOptions(), **{field: value})
     with pytest.raises(UsageError, match=f"invariant option {field}="):
         evaluate(History(), options, final=True)
+
+
+def test_evaluate_judges_deadlines_passed_by_now():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    b.at(10).claim("X", deleting=True)
+    options = CheckOptions(finalize_timeout=60)
+    late = {v.invariant: v.status for v in evaluate(b.build(), options, final=False, now=100)}
+    early = {v.invariant: v.status for v in evaluate(b.build(), options, final=False)}
+    assert (late["finalizer-completes"], early["finalizer-completes"]) == ("fail", "pass")

@@ -52,6 +52,9 @@ def test_an_operator_frozen_from_outside_is_never_failed(isolated_cluster, tmp_p
     marks = [(m.label, m.t) for h in histories for m in h.markers()]
     for f in frozen:
         (start,) = [t for label, t in marks if label == f"{OPERATOR_FROZEN}: {f['pid']} (SIGSTOP)"]
-        assert f["stopped"] - 1 <= start <= f["stopped"] + 1, (f, start)
+        # Seen while the process really was stopped (the watch reads its state from /proc),
+        # whatever the poll's latency on a loaded machine; the freezer stamps "stopped"
+        # just after its SIGSTOP.
+        assert f["stopped"] - 1 <= start <= f["resumed"], (f, start)
     assert sum(label.startswith(OPERATOR_THAWED) for label, _ in marks) >= len(frozen) - 1
     print(f"outcomes: {outcomes}; {len(frozen)} freezes of {FREEZE:.0f}s")
