@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -113,17 +114,21 @@ def test_a_held_process_is_left_down_until_released(sup, running, supervisor):
 
 def test_a_hold_by_a_dead_process_is_ignored(sup, running, supervisor):
     _, proc = running
+    hold_file = sup.folder / "hold" / "etcd"
+    # The holder shows the hold it wrote before it exits: once it is gone, the supervisor may
+    # drop that hold at any moment, so its existence afterwards is no evidence either way.
     holder = subprocess.run(
-        [sys.executable, "-c", "import sys; from mochaos.cluster.supervisor import "
+        [sys.executable, "-c", "import os; from mochaos.cluster.supervisor import "
          f"Supervision; Supervision(__import__('pathlib').Path({str(sup.cluster_dir)!r}))"
-         ".hold('etcd')"],
-        check=True,
+         f".hold('etcd'); print(os.getpid(), open({str(hold_file)!r}).read())"],
+        check=True, capture_output=True, text=True,
     )  # fmt: skip
-    assert holder.returncode == 0 and (sup.folder / "hold" / "etcd").exists()
+    pid, written = holder.stdout.split(" ", 1)
+    assert json.loads(written)["pid"] == int(pid), holder.stdout
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     wait_until(lambda: events.read(sup.events_file), what="a restart despite the stale hold")
-    assert not (sup.folder / "hold" / "etcd").exists()
+    assert not hold_file.exists()
 
 
 def test_a_process_started_by_someone_else_is_adopted_not_doubled(sup, running, supervisor):
