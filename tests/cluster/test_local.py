@@ -16,6 +16,7 @@ from mochaos.cluster import attached, build
 from mochaos.cluster.attached import Attached
 from mochaos.cluster.local import COMPONENTS, LocalProvider, is_our_process
 from mochaos.observe.watching import KindWatcher, RawEvent
+from mochaos.procs import start_time
 from mochaos.types import Environment
 
 from polling import wait_until
@@ -216,7 +217,9 @@ def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
         # What a pytest process killed midway leaves running for the cluster (a webhook host).
         argv = [sys.executable, "-c", "import time; time.sleep(120)"]
         left = subprocess.Popen(argv, start_new_session=True)
-        attached.attach(provider.cluster_dir, Attached("left", pid=left.pid, argv=argv))
+        # Recorded as the framework records what it starts (pid, argv, start time).
+        item = Attached("left", pid=left.pid, argv=argv, started=start_time(left.pid))
+        attached.attach(provider.cluster_dir, item)
     finally:
         provider.down()
     assert left is not None
