@@ -32,9 +32,9 @@ from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import manager, module
 from mochaos.kube import new_api_client
+from mochaos.procs import cpu_seconds, rss_bytes
 from mochaos.types import Environment
 
-TICKS = os.sysconf("SC_CLK_TCK")
 CHILD_BUILD = """
 import json, resource, sys, time
 from mochaos.cluster import build
@@ -47,16 +47,10 @@ print(json.dumps({"seconds": time.monotonic() - t0, "peak_rss_mib": peak}))
 
 def rss_mib(pid: int) -> float:
     """Resident set size of a process in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    rss = rss_bytes(pid)
+    if rss is None:
+        raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
+    return rss / 2**20
 
 
 def time_builds(version: str, tmp: Path) -> dict[str, Any]:

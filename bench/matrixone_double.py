@@ -34,24 +34,18 @@ from mochaos.doubles.matrixone import build as module
 from mochaos.doubles.matrixone.client import ControlClient
 from mochaos.errors import InfraError
 from mochaos.kube import new_api_client
+from mochaos.procs import cpu_seconds, rss_bytes
 from mochaos.types import RUN_ID_LABEL
 
 GROUP, VERSION = "core.matrixorigin.io", "v1alpha1"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
     """Resident set size of a process in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    rss = rss_bytes(pid)
+    if rss is None:
+        raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
+    return rss / 2**20
 
 
 def make_namespace(kube, name: str, cns: int, run_id: str) -> float:

@@ -15,6 +15,8 @@ EXEC_SETTLE = 5.0
 (the kernel publishes it late in ``execve``, after ``Popen`` has returned)."""
 KILL_WAIT = 5.0
 """Seconds to wait for a process group to be gone after SIGKILL."""
+TICKS = os.sysconf("SC_CLK_TCK")
+"""Clock ticks per second (the unit of ``/proc/<pid>/stat``'s times)."""
 
 
 def cmdline(pid: int) -> list[str]:
@@ -39,6 +41,25 @@ def start_time(pid: int) -> int | None:
     if fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the live process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory (``VmRSS``) of the process ``pid`` in bytes; None when it has none
+    (gone, or a kernel thread)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return None
 
 
 def executable_replaced(pid: int) -> bool:

@@ -378,31 +378,39 @@ def _build_kubernetes(c: Component, runner: _Runner) -> None:
     )
 
 
+def _go_build(
+    c: Component,
+    runner: _Runner,
+    binary: str,
+    package: str,
+    *,
+    cwd: Path,
+    module: str,
+    step: tuple[int, int] = (1, 1),
+    what: str = "",
+    ldflags: str = "-s -w",
+    env: dict[str, str] | None = None,
+) -> None:
+    """``go build`` one of ``c``'s binaries from ``package``, with its progress lines: the
+    ``step`` of how many, ``what`` is built (default: the component's version), how long."""
+    i, n = step
+    t0 = time.monotonic()
+    runner.progress(f"  [{i}/{n}] {binary} {what or c.version} …")
+    runner.run(
+        [_go(), "build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(c.path(binary)),
+         package],
+        cwd=cwd, label=binary, module=module, env=env,
+    )  # fmt: skip
+    runner.progress(f"  [{i}/{n}] {binary} built in {_fmt(time.monotonic() - t0)}")
+
+
 def _build_etcd(c: Component, runner: _Runner) -> None:
     work = _fresh_dir(cache_dir() / "build" / f"{c.name}-{c.version}")
     module = f"go.etcd.io/etcd/server/v3@{c.version}"
     (work / "go.mod").write_text("module mochaos.local/etcdbin\n")
     runner.progress(f"  resolving {module}")
     runner.run([_go(), "get", "-tool", module], cwd=work, label="go get", module=module)
-    t0 = time.monotonic()
-    runner.progress(f"  [1/1] etcd {c.version} …")
-    runner.run(
-        [
-            _go(),
-            "build",
-            "-v",
-            "-trimpath",
-            "-ldflags",
-            "-s -w",
-            "-o",
-            str(c.path("etcd")),
-            "go.etcd.io/etcd/server/v3",
-        ],
-        cwd=work,
-        label="etcd",
-        module=module,
-    )
-    runner.progress(f"  [1/1] etcd built in {_fmt(time.monotonic() - t0)}")
+    _go_build(c, runner, "etcd", "go.etcd.io/etcd/server/v3", cwd=work, module=module)
 
 
 def _build_kwok(c: Component, runner: _Runner) -> None:
@@ -410,25 +418,12 @@ def _build_kwok(c: Component, runner: _Runner) -> None:
     ver = c.version.removeprefix("v")
     for i, b in enumerate(c.binaries, 1):
         module = f"sigs.k8s.io/kwok/cmd/{b}@{c.version}"
-        t0 = time.monotonic()
-        runner.progress(f"  [{i}/{len(c.binaries)}] {b} {c.version} …")
-        runner.run(
-            [
-                _go(),
-                "build",
-                "-v",
-                "-trimpath",
-                "-ldflags",
-                f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={ver}",
-                "-o",
-                str(c.path(b)),
-                f"sigs.k8s.io/kwok/cmd/{b}",
-            ],
-            cwd=_kwok_module(work, c, runner, module),
-            label=b,
-            module=module,
-        )
-        runner.progress(f"  [{i}/{len(c.binaries)}] {b} built in {_fmt(time.monotonic() - t0)}")
+        _go_build(
+            c, runner, b, f"sigs.k8s.io/kwok/cmd/{b}",
+            cwd=_kwok_module(work, c, runner, module), module=module,
+            step=(i, len(c.binaries)),
+            ldflags=f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={ver}",
+        )  # fmt: skip
 
 
 def _kwok_module(work: Path, c: Component, runner: _Runner, module: str) -> Path:
@@ -456,17 +451,10 @@ def _build_matrixone_double(c: Component, runner: _Runner) -> None:
             module=module,
             env=matrixone_double_module.build_env(),
         )
-    t0 = time.monotonic()
-    binary = c.binaries[0]
-    runner.progress(f"  [1/1] {binary} (MatrixOne {c.version}) …")
-    runner.run(
-        [_go(), "build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(c.path(binary)), "."],
-        cwd=work,
-        label=binary,
-        module=module,
-        env=matrixone_double_module.build_env(),
-    )
-    runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
+    _go_build(
+        c, runner, c.binaries[0], ".", cwd=work, module=module,
+        what=f"(MatrixOne {c.version})", env=matrixone_double_module.build_env(),
+    )  # fmt: skip
 
 
 def _build_kwok_stages(c: Component, runner: _Runner) -> None:
@@ -487,27 +475,9 @@ def _build_kruise(c: Component, runner: _Runner) -> None:
     runner.progress(f"  resolving {module} (raising {', '.join(kruise_module.RAISED)})")
     for args in kruise_module.go_steps(c.version):
         runner.run([_go(), *args], cwd=work, label="go get", module=module)
-    t0 = time.monotonic()
     binary = c.binaries[0]
     c.path(binary).unlink(missing_ok=True)
-    runner.progress(f"  [1/1] {binary} {c.version} …")
-    runner.run(
-        [
-            _go(),
-            "build",
-            "-v",
-            "-trimpath",
-            "-ldflags",
-            "-s -w",
-            "-o",
-            str(c.path(binary)),
-            kruise_module.MODULE,
-        ],
-        cwd=work,
-        label=binary,
-        module=module,
-    )
-    runner.progress(f"  [1/1] {binary} built in {_fmt(time.monotonic() - t0)}")
+    _go_build(c, runner, binary, kruise_module.MODULE, cwd=work, module=module)
     kruise_module.write_manifests(Path(found["Dir"]), c.directory)
     runner.progress(f"  CRDs and webhook configurations read from {module}")
 

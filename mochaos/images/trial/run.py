@@ -13,7 +13,6 @@ processlist``, and measures each process's resident memory. It is what tests and
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from mochaos.operator.checkout import Checkout
 from mochaos.operator.matrixone.minio import DockerMinio, minio_secret
 from mochaos.operator.matrixone.sessions import CLIENT_ADDR, SqlSessions, tcp
 from mochaos.operator.matrixone.topology import Topology, render_topology
+from mochaos.procs import cpu_seconds, rss_bytes
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.waiting import wait_for
@@ -38,7 +38,6 @@ SQL_TIMEOUT = 300.0
 REGISTER_TIMEOUT = 120.0
 """SQL answered -> the CN's store in HAKeeper's cluster details (its processlist non-empty)."""
 SETTLE = 20.0
-TICKS = os.sysconf("SC_CLK_TCK")
 """Seconds of idling before resident memory is read."""
 HELD = 3
 
@@ -64,20 +63,6 @@ class TrialResult:
     sessions_after_release: int = 0
     listed: list[dict[str, object]] = field(default_factory=list)
     """``show processlist`` while the sessions were held (every row, for the evidence)."""
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a host process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def rss_bytes(pid: int) -> int:
-    """``VmRSS`` of a host process."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def run_trial(
@@ -149,7 +134,7 @@ def run_trial(
         before, t1 = {pod: cpu_seconds(pid) for pod, pid in pids.items()}, clock()
         time.sleep(SETTLE)
         spent = clock() - t1
-        result.rss = {pod: rss_bytes(pid) for pod, pid in pids.items()}
+        result.rss = {pod: rss_bytes(pid) or 0 for pod, pid in pids.items()}
         result.idle_cpu = {
             pod: (cpu_seconds(pid) - before[pod]) / spent for pod, pid in pids.items()
         }
