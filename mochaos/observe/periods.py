@@ -46,10 +46,14 @@ def watch(
     mark: Mark,
     stop: threading.Event,
 ) -> None:
-    """Probe ``check`` until ``stop``; mark ``down(why)`` when it starts failing (at the
-    probe's send time) and ``up(seconds)`` when it passes again."""
+    """Probe ``check`` from now until ``stop``: at once, every :data:`PERIOD` seconds, and
+    once more at ``stop``, so that what holds at either end of the watch is in the history
+    however late a periodic probe runs. Mark ``down(why)`` when it starts failing (at the
+    probe's send time) and ``up(seconds)`` when it passes again; a period still open at
+    the last probe stays open."""
     since: float | None = None
-    while not stop.wait(PERIOD):
+    while True:
+        last = stop.is_set()  # set before this probe: it is the last
         sent = time.time()
         try:
             why = check()
@@ -62,6 +66,9 @@ def watch(
         elif why is not None and since is None:
             since = sent
             mark(down(why), sent)
+        if last:
+            return
+        stop.wait(PERIOD)
 
 
 def watch_dependency(name: str, check: Check, mark: Mark, stop: threading.Event) -> None:

@@ -47,6 +47,53 @@ def test_a_dependency_down_then_back_is_one_pair_of_markers():
     assert up.startswith(f"{DEPENDENCY_AVAILABLE}: matrixone after ") and t1 >= t0
 
 
+def test_a_recovery_just_before_the_stop_is_marked():
+    why: list[str | None] = [None]
+    marks, stop, thread = _watching(watch_dependency, "matrixone", lambda: why[0])
+    try:
+        why[0] = "not running"
+        wait_until(lambda: marks, what="the outage marked", timeout=10)
+    finally:
+        why[0] = None  # back, and the watch told to stop before its next periodic probe
+        stop.set()
+        thread.join()
+    (down, _), (up, _) = marks
+    assert down == f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"
+    assert up.startswith(f"{DEPENDENCY_AVAILABLE}: matrixone after "), marks
+
+
+def test_what_holds_when_the_watch_starts_is_marked_before_any_period():
+    marks: list[tuple[str, float]] = []
+    stop = threading.Event()
+    stop.set()  # told to stop at once: its one probe is both its first and its last
+    watch_dependency("kruise", lambda: "not running", lambda lb, t: marks.append((lb, t)), stop)
+    assert [label for label, _ in marks] == [f"{DEPENDENCY_UNAVAILABLE}: kruise (not running)"]
+
+
+def test_a_failure_that_begins_at_the_stop_is_marked():
+    stop = threading.Event()
+    marks: list[tuple[str, float]] = []
+    check = lambda: "not running" if stop.is_set() else None  # noqa: E731
+    thread = threading.Thread(
+        target=watch_dependency,
+        args=("matrixone", check, lambda lb, t: marks.append((lb, t)), stop),
+    )
+    thread.start()
+    stop.set()
+    thread.join()
+    assert [label for label, _ in marks] == [f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"]
+
+
+def test_a_period_still_open_at_the_stop_stays_open():
+    marks, stop, thread = _watching(watch_dependency, "matrixone", lambda: "not running")
+    try:
+        wait_until(lambda: marks, what="the outage marked", timeout=10)
+    finally:
+        stop.set()
+        thread.join()
+    assert [label for label, _ in marks] == [f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"]
+
+
 def test_a_check_that_raises_counts_as_down():
     def broken() -> str | None:
         raise OSError("connection refused")
