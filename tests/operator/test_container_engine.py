@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tarfile
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from standins import go_build
 
 from mochaos.errors import UsageError
 from mochaos.operator import checkout as co
@@ -75,12 +75,8 @@ def import_image(docker: DockerCli, binary: Path, repository: str) -> str:
 @pytest.fixture(scope="module")
 def standin_image(engine: DockerCli, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The stand-in manager as an image in the engine."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("needs Go to build the stand-in manager")
     out = tmp_path_factory.mktemp("standin") / "manager"
-    subprocess.run([go, "build", "-o", str(out), str(STANDIN)], check=True, capture_output=True,
-                   env={**os.environ, "CGO_ENABLED": "0"}, cwd=out.parent)  # fmt: skip
+    go_build(str(STANDIN), out, cwd=out.parent)
     return import_image(engine, out, "mochaos-test/standin-manager")
 
 

@@ -20,14 +20,7 @@ def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_restart_waits_until_the_new_process_is_ready(tmp_path: Path):
-    script = tmp_path / "manager"
-    script.write_text("#!/bin/sh\necho starting\nsleep 0.4\necho READY\nexec sleep 60\n")
-    script.chmod(0o755)
-    proc = OperatorProcess(
-        target="binary:x", version="v", user_agent="manager", command=[str(script)],
-        log_path=tmp_path / "operator.log", ready=lambda p: "READY" in p.log_lines(),
-        ready_timeout=10, sessions=None, waits=Waits(),  # type: ignore[arg-type]
-    )  # fmt: skip
+    proc = _manager(tmp_path, "echo starting\nsleep 0.4\necho READY", ready_timeout=10)
     proc.start()
     proc.restart()
     try:
@@ -48,14 +41,7 @@ def test_lines_are_read_from_an_offset_and_tails_skip_blank_lines(tmp_path: Path
 def test_time_frozen_from_outside_does_not_count_against_getting_ready(tmp_path: Path):
     # Ready 0.5 s after start, within 1.5 s; someone stops it for 2 s right after start
     # (red: "not ready after 2s").
-    script = tmp_path / "manager"
-    script.write_text("#!/bin/sh\nsleep 0.5\necho READY\nexec sleep 60\n")
-    script.chmod(0o755)
-    proc = OperatorProcess(
-        target="binary:x", version="v", user_agent="manager", command=[str(script)],
-        log_path=tmp_path / "operator.log", ready=lambda p: "READY" in p.log_lines(),
-        ready_timeout=1.5, sessions=None, waits=Waits(),  # type: ignore[arg-type]
-    )  # fmt: skip
+    proc = _manager(tmp_path, "sleep 0.5\necho READY", ready_timeout=1.5)
     freeze = threading.Thread(target=_freeze_soon, args=(proc, 2.0), daemon=True)
     freeze.start()
     try:
@@ -63,6 +49,19 @@ def test_time_frozen_from_outside_does_not_count_against_getting_ready(tmp_path:
     finally:
         freeze.join()
         proc.stop()
+
+
+def _manager(tmp_path: Path, lines: str, *, ready_timeout: float) -> OperatorProcess:
+    """An operator process running a shell script of ``lines`` (then sleeping), ready once
+    its log says READY."""
+    script = tmp_path / "manager"
+    script.write_text(f"#!/bin/sh\n{lines}\nexec sleep 60\n")
+    script.chmod(0o755)
+    return OperatorProcess(
+        target="binary:x", version="v", user_agent="manager", command=[str(script)],
+        log_path=tmp_path / "operator.log", ready=lambda p: "READY" in p.log_lines(),
+        ready_timeout=ready_timeout, sessions=None, waits=Waits(),  # type: ignore[arg-type]
+    )  # fmt: skip
 
 
 def _freeze_soon(proc: OperatorProcess, seconds: float) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from standins import go_build
 
 from mochaos.errors import UsageError
 from mochaos.operator.manager import ManagerLaunch
@@ -62,14 +63,8 @@ def standin_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def standin_binary(standin_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The stand-in manager, built once."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("needs Go to build the stand-in manager")
     out = tmp_path_factory.mktemp("standin") / "manager"
-    subprocess.run([go, "build", "-o", str(out), "./cmd/operator"], check=True,
-                   capture_output=True, env={**os.environ, "CGO_ENABLED": "0"},
-                   cwd=standin_source)  # fmt: skip
-    return out
+    return go_build("./cmd/operator", out, cwd=standin_source)
 
 
 @dataclass

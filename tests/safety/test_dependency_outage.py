@@ -6,6 +6,7 @@ never "invariant violated"."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mochaos.types import DEPENDENCY_AVAILABLE, DEPENDENCY_UNAVAILABLE, History
 
@@ -14,25 +15,30 @@ from .helpers import CHILD, child_env, needs_binaries
 SCENARIO = "test_dependencies_down_mid_scenario"
 
 
-@needs_binaries
-def test_doubles_down_mid_scenario_are_an_infrastructure_error_naming_them(child, private_cluster):
-    env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster)
+def _outage_run(child: Any, cluster: str, scenario: str) -> tuple[Any, str, list[str]]:
+    """Run one of ``child/dependency_outage.py``'s scenarios on ``model:upstream``; its run,
+    the message of its case (checked to be a verdict-phase infrastructure error saying a
+    dependency was unavailable) and its history's marker labels."""
+    env = child_env(MOCHAOS_CLUSTER_NAME=cluster)
     run = child(str(CHILD / "dependency_outage.py"), "--operator", "model:upstream",
-                "-k", SCENARIO, env=env)  # fmt: skip
-    case = run.case(SCENARIO)
+                "-k", scenario, env=env)  # fmt: skip
+    message = run.case(scenario).message
     # An error raised in the test's call is a JUnit <failure> (pytest's rule); its message
     # says what it is, and the run's summary counts it as an error.
-    assert case.message.startswith("mo-chaos infrastructure error in phase 'verdict': "), (
-        case.message, run.output[-3000:])  # fmt: skip
-    assert "a dependency of the operator was unavailable" in case.message
-    assert "matrixone for" in case.message and "kruise for" in case.message, case.message
+    assert message.startswith("mo-chaos infrastructure error in phase 'verdict': "), (
+        message, run.output[-3000:])  # fmt: skip
+    assert "a dependency of the operator was unavailable" in message
+    (folder,) = (p for p in run.run_dir().iterdir() if p.name.endswith(f".{scenario}"))
+    return run, message, [m.label for m in History.from_jsonl(folder / "history.jsonl").markers()]
 
+
+@needs_binaries
+def test_doubles_down_mid_scenario_are_an_infrastructure_error_naming_them(child, private_cluster):
+    run, message, labels = _outage_run(child, private_cluster, SCENARIO)
+    assert "matrixone for" in message and "kruise for" in message, message
     (test,) = json.loads((run.run_dir() / "summary.json").read_text())["tests"]
     assert test["outcome"] == "error"
     assert any(v["status"] == "fail" for v in test["verdicts"]), "the seed's violations stay"
-    (folder,) = (p for p in run.run_dir().iterdir() if p.name.endswith(f".{SCENARIO}"))
-    history = History.from_jsonl(folder / "history.jsonl")
-    labels = [m.label for m in history.markers()]
     for name in ("matrixone", "kruise"):
         # Why it is unavailable depends on how far its stop got when the probe looked: its
         # process gone ("not running") or, for kruise-manager, its health endpoint closed.
@@ -48,16 +54,8 @@ KILLED = "test_kruise_manager_killed_mid_scenario"
 
 @needs_binaries
 def test_kruise_manager_killed_mid_scenario_is_an_infrastructure_error(child, private_cluster):
-    env = child_env(MOCHAOS_CLUSTER_NAME=private_cluster)
-    run = child(str(CHILD / "dependency_outage.py"), "--operator", "model:upstream",
-                "-k", KILLED, env=env)  # fmt: skip
-    case = run.case(KILLED)
-    assert case.message.startswith("mo-chaos infrastructure error in phase 'verdict': "), (
-        case.message, run.output[-3000:])  # fmt: skip
-    assert "a dependency of the operator was unavailable" in case.message
-    assert "kruise for" in case.message and "matrixone" not in case.message, case.message
-    (folder,) = (p for p in run.run_dir().iterdir() if p.name.endswith(f".{KILLED}"))
-    labels = [m.label for m in History.from_jsonl(folder / "history.jsonl").markers()]
+    _, message, labels = _outage_run(child, private_cluster, KILLED)
+    assert "kruise for" in message and "matrixone" not in message, message
     down = [
         i for i, lb in enumerate(labels) if lb.startswith(f"{DEPENDENCY_UNAVAILABLE}: kruise (")
     ]
