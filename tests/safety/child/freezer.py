@@ -3,9 +3,12 @@ new process whose command line contains ``--match``, sends SIGSTOP at a random m
 ``--after`` seconds (a range) after it appeared and SIGCONT ``--seconds`` later.
 
 ``python freezer.py --match <text> --seconds N --after A B --out freezes.jsonl [--seed S]``
-runs until killed (SIGTERM resumes a process it holds stopped, then exits). Each freeze is
-one JSON line: pid, when it was stopped and resumed (epoch seconds). It only ever signals
-processes whose command line contains ``--match`` and which it saw start.
+runs until killed (SIGTERM resumes a process it holds stopped, then exits). Each matched
+process is one JSON line, written when the freezer is done with it: its pid, the value of
+its ``--namespace`` argument (or null), and either ``stopped`` and ``resumed`` (epoch
+seconds; ``gone`` is true when it died while stopped, ``resumed`` then being when that was
+seen) or ``due`` (its moment) and ``ended`` (it exited before it, seen then). It only ever
+signals processes whose command line contains ``--match`` and which it saw start.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ def main(argv: list[str]) -> int:
     seen = {int(d) for d in os.listdir("/proc") if d.isdigit()}  # only processes born later
     due: dict[int, float] = {}
     held: dict[int, float] = {}
+    namespace: dict[int, str | None] = {}
     stop = False
 
     def on_term(signum: int, frame: object) -> None:
@@ -55,31 +59,46 @@ def main(argv: list[str]) -> int:
             if d.isdigit() and int(d) not in seen:
                 pid = int(d)
                 seen.add(pid)
-                if pid != me and args.match in _cmdline(pid):
+                cmdline = _cmdline(pid)
+                if pid != me and args.match in cmdline:
                     due[pid] = now + rng.uniform(*args.after)
+                    namespace[pid] = _argument(cmdline, "--namespace")
         for pid, at in list(due.items()):
-            if now >= at:
+            if args.match not in _cmdline(pid):
                 del due[pid]
-                if args.match in _cmdline(pid):
-                    os.kill(pid, signal.SIGSTOP)
-                    held[pid] = time.time()
+                _record(args.out, pid=pid, namespace=namespace[pid], due=at, ended=now)
+            elif now >= at:
+                del due[pid]
+                os.kill(pid, signal.SIGSTOP)
+                held[pid] = time.time()
         for pid, since in list(held.items()):
-            if now >= since + args.seconds:
-                _resume(pid, since, args.out)
+            if now >= since + args.seconds or args.match not in _cmdline(pid):
+                _resume(pid, namespace[pid], since, args.out)
                 del held[pid]
         time.sleep(POLL)
     for pid, since in held.items():
-        _resume(pid, since, args.out)
+        _resume(pid, namespace[pid], since, args.out)
     return 0
 
 
-def _resume(pid: int, since: float, out: Path) -> None:
+def _argument(cmdline: str, flag: str) -> str | None:
+    """The word after ``flag`` in a command line, or None."""
+    words = cmdline.split()
+    return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+
+def _resume(pid: int, namespace: str | None, since: float, out: Path) -> None:
     try:
         os.kill(pid, signal.SIGCONT)
+        gone = False
     except ProcessLookupError:
-        return
+        gone = True
+    _record(out, pid=pid, namespace=namespace, stopped=since, resumed=time.time(), gone=gone)
+
+
+def _record(out: Path, **fields: object) -> None:
     with out.open("a") as fh:
-        fh.write(json.dumps({"pid": pid, "stopped": since, "resumed": time.time()}) + "\n")
+        fh.write(json.dumps(fields) + "\n")
 
 
 if __name__ == "__main__":
