@@ -15,7 +15,6 @@ Run: ``python bench/fresh_machine.py --help``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import resource
@@ -32,6 +31,7 @@ from typing import Any
 import figures
 
 from mochaos.errors import InfraError
+from mochaos.procs import TICKS, stat_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 DONE = re.compile(
@@ -60,11 +60,11 @@ def tree_cpu(root: int) -> float:
     their parents waited for included (``/proc/<pid>/stat``: utime, stime, cutime, cstime):
     what a build consumed, whatever else the machine runs meanwhile."""
     stats: dict[int, tuple[int, float]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+    for pid in (int(d.name) for d in Path("/proc").glob("[0-9]*")):
+        fields = stat_fields(pid)
+        if fields is not None:  # None: gone meanwhile
             ticks = sum(int(f) for f in fields[11:15])
-            stats[int(stat.parent.name)] = (int(fields[1]), ticks / os.sysconf("SC_CLK_TCK"))
+            stats[pid] = (int(fields[1]), ticks / TICKS)
     tree, seconds = {root}, 0.0
     for _ in range(64):  # descend level by level
         more = {pid for pid, (ppid, _) in stats.items() if ppid in tree} - tree

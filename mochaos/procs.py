@@ -30,22 +30,32 @@ def cmdline(pid: int) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
-def start_time(pid: int) -> int | None:
-    """When ``pid`` started (clock ticks since boot; the same across ``execve``); None when
-    no such process runs (a zombie counts as gone)."""
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (which may hold spaces and
+    parentheses): ``[0]`` is the state, ``[1]`` the parent pid, ``[11:13]`` utime and stime,
+    ``[19]`` the start time (proc(5)'s fields 3 on); None when no such process is readable."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot; the same across ``execve``); None when
+    no such process runs (a zombie counts as gone)."""
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the live process ``pid`` has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU seconds the live process ``pid`` has used so far
+    (ProcessLookupError when it is gone)."""
+    fields = stat_fields(pid)
+    if fields is None:
+        raise ProcessLookupError(pid)
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 

@@ -1,11 +1,13 @@
-"""What /proc says of a process: its CPU time and resident memory."""
+"""What /proc says of a process: its stat fields, CPU time and resident memory."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 
-from mochaos.procs import rss_bytes
+from mochaos.procs import rss_bytes, start_time, stat_fields
 
 
 def test_cpu_seconds_count_the_work_done():
@@ -39,3 +41,18 @@ def test_a_gone_process_has_no_resident_memory():
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert rss_bytes(gone.pid) is None
+
+
+def test_stat_fields_start_after_a_command_name_holding_parentheses_and_spaces(tmp_path):
+    odd = tmp_path / "a) b (c"  # the kernel's comm: this name, spaces and parentheses kept
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", odd)
+    proc = subprocess.Popen([str(odd), "30"])
+    try:
+        fields = stat_fields(proc.pid)
+        assert fields is not None and fields[0] in ("R", "S", "D"), fields
+        assert int(fields[1]) == os.getpid()  # the parent pid, read from its right place
+        assert start_time(proc.pid) is not None
+    finally:
+        proc.kill()
+        proc.wait()
+    assert stat_fields(proc.pid) is None and start_time(proc.pid) is None

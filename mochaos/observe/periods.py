@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
+from mochaos.procs import stat_fields
 from mochaos.types import (
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
@@ -85,14 +85,8 @@ def stopped(pid_of: Callable[[], int | None]) -> Check:
 
     def check() -> str | None:
         pid = pid_of()
-        if pid is None:
-            return None
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return None
-        state = stat[stat.rfind(")") + 2 :].split()[0]
-        return str(pid) if state in ("T", "t") else None
+        fields = None if pid is None else stat_fields(pid)
+        return str(pid) if fields is not None and fields[0] in ("T", "t") else None
 
     return check
 
