@@ -1,4 +1,5 @@
-"""What every benchmark shares: medians, a plain-text table, and the JSON file of figures.
+"""What every benchmark shares: medians, a process's memory, a plain-text table, and the JSON
+file of figures.
 
 Figures go to ``<out>/<benchmark>-<run-id>.json`` (default ``reports/bench/``), so a
 rerun never overwrites an earlier measurement.
@@ -15,7 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mochaos.errors import MochaosError, UsageError
+from mochaos.errors import InfraError, MochaosError, UsageError
+from mochaos.procs import rss_bytes
 from mochaos.report.rundir import new_run_id
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,6 +29,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message, hint=f"see `{self.prog} --help`")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident set size of a running process in MiB (InfraError when it has none)."""
+    rss = rss_bytes(pid)
+    if rss is None:
+        raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
+    return rss / 2**20
 
 
 def median(values: Sequence[float]) -> float | None:

@@ -32,7 +32,7 @@ from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import manager, module
 from mochaos.kube import new_api_client
-from mochaos.procs import cpu_seconds, rss_bytes
+from mochaos.procs import cpu_seconds
 from mochaos.types import Environment
 
 CHILD_BUILD = """
@@ -43,14 +43,6 @@ build.kruise_manager(sys.argv[1], progress=lambda line: print(line, file=sys.std
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 print(json.dumps({"seconds": time.monotonic() - t0, "peak_rss_mib": peak}))
 """
-
-
-def rss_mib(pid: int) -> float:
-    """Resident set size of a process in MiB."""
-    rss = rss_bytes(pid)
-    if rss is None:
-        raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
-    return rss / 2**20
 
 
 def time_builds(version: str, tmp: Path) -> dict[str, Any]:
@@ -127,7 +119,7 @@ def footprint(provider: LocalProvider, version: str, pods: int, idle: float) -> 
     ns = "bench-kruise"
     core.create_namespace({"metadata": {"name": ns}})
     try:
-        rss_idle = rss_mib(pid)
+        rss_idle = figures.rss_mib(pid)
         cpu0, t0 = cpu_seconds(pid), time.monotonic()
         body = {
             "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
@@ -138,7 +130,7 @@ def footprint(provider: LocalProvider, version: str, pods: int, idle: float) -> 
         }  # fmt: skip
         custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns, "clonesets", body)
         _wait_ready(custom, ns, pods)
-        rss_busy = rss_mib(pid)
+        rss_busy = figures.rss_mib(pid)
         custom.patch_namespaced_custom_object(
             "apps.kruise.io", "v1alpha1", ns, "clonesets", "cs", {"spec": {"replicas": 0}}
         )

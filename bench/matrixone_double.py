@@ -34,18 +34,10 @@ from mochaos.doubles.matrixone import build as module
 from mochaos.doubles.matrixone.client import ControlClient
 from mochaos.errors import InfraError
 from mochaos.kube import new_api_client
-from mochaos.procs import cpu_seconds, rss_bytes
+from mochaos.procs import cpu_seconds
 from mochaos.types import RUN_ID_LABEL
 
 GROUP, VERSION = "core.matrixorigin.io", "v1alpha1"
-
-
-def rss_mib(pid: int) -> float:
-    """Resident set size of a process in MiB."""
-    rss = rss_bytes(pid)
-    if rss is None:
-        raise InfraError(f"no VmRSS for pid {pid}", hint="is it running?")
-    return rss / 2**20
 
 
 def make_namespace(kube, name: str, cns: int, run_id: str) -> float:
@@ -98,14 +90,14 @@ def measure_namespaces(
     run_id = f"bench-{os.getpid()}"
     names = [f"mo-bench-{os.getpid()}-{i}" for i in range(args.namespaces)]
     rows: list[dict[str, float]] = []
-    base = rss_mib(proc.pid)
+    base = figures.rss_mib(proc.pid)
     try:
         for name in names:
             t0 = make_namespace(kube, name, args.cns, run_id)
             wait_stores(mo, name, args.cns)
             ready = time.monotonic() - t0
             time.sleep(args.settle)
-            rows.append({"ready_s": ready, "rss_mib": rss_mib(proc.pid)})
+            rows.append({"ready_s": ready, "rss_mib": figures.rss_mib(proc.pid)})
         c0, t0 = cpu_seconds(proc.pid), time.monotonic()
         time.sleep(args.idle)
         idle_cpu = (cpu_seconds(proc.pid) - c0) / (time.monotonic() - t0)
