@@ -78,6 +78,8 @@ def main(argv: list[str]) -> int:
         time.sleep(POLL)
     for pid, since in held.items():
         _resume(pid, namespace[pid], since, args.out)
+    for pid, at in due.items():  # its exit came after the last poll: record it all the same
+        _record(args.out, pid=pid, namespace=namespace[pid], due=at, ended=time.time())
     return 0
 
 
