@@ -15,7 +15,7 @@ from mochaos.cluster import doubles_host
 from mochaos.cluster.processes import ProcessSpec, write_pid
 from mochaos.cluster.supervisor import Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec
-from mochaos.procs import executable_replaced
+from mochaos.procs import Started, executable_replaced
 
 SLEEP = shutil.which("sleep")
 pytestmark = pytest.mark.skipif(SLEEP is None, reason="no sleep binary")
@@ -32,7 +32,9 @@ def program(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def running(program: Path) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([str(program), "300"])
+    argv = [str(program), "300"]
+    proc = subprocess.Popen(argv)
+    Started.of(proc.pid, argv)  # its command line shows (a moment after Popen returns)
     try:
         yield proc
     finally:

@@ -9,6 +9,11 @@ its ``--namespace`` argument (or null), and either ``stopped`` and ``resumed`` (
 seconds; ``gone`` is true when it died while stopped, ``resumed`` then being when that was
 seen) or ``due`` (its moment) and ``ended`` (it exited before it, seen then). It only ever
 signals processes whose command line contains ``--match`` and which it saw start.
+
+A process is new when its pid was not in the previous poll's listing: pids wrap
+(``pid_max`` is 32768 on many hosts, reached within one CI run), so a pid seen once may
+later be another process. A new process is looked at again for :data:`EXEC_WINDOW`
+seconds while it runs: between fork and exec its command line is its parent's (or empty).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import time
 from pathlib import Path
 
 POLL = 0.1
+EXEC_WINDOW = 10.0
+"""Seconds a new process's command line is read again until it matches (fork to exec)."""
 
 
 def _cmdline(pid: int) -> str:
@@ -42,7 +49,8 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
     me = os.getpid()
-    seen = {int(d) for d in os.listdir("/proc") if d.isdigit()}  # only processes born later
+    listed = _pids()  # only processes born later
+    fresh: dict[int, float] = {}  # pid -> when first seen, while its command line may change
     due: dict[int, float] = {}
     held: dict[int, float] = {}
     namespace: dict[int, str | None] = {}
@@ -55,14 +63,18 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
     while not stop:
         now = time.time()
-        for d in os.listdir("/proc"):
-            if d.isdigit() and int(d) not in seen:
-                pid = int(d)
-                seen.add(pid)
-                cmdline = _cmdline(pid)
-                if pid != me and args.match in cmdline:
-                    due[pid] = now + rng.uniform(*args.after)
-                    namespace[pid] = _argument(cmdline, "--namespace")
+        now_listed = _pids()
+        for pid in now_listed - listed - {me}:
+            fresh[pid] = now
+        listed = now_listed
+        for pid, since in list(fresh.items()):
+            cmdline = _cmdline(pid)
+            if args.match in cmdline:
+                del fresh[pid]
+                due[pid] = now + rng.uniform(*args.after)
+                namespace[pid] = _argument(cmdline, "--namespace")
+            elif pid not in listed or now >= since + EXEC_WINDOW:
+                del fresh[pid]
         for pid, at in list(due.items()):
             if args.match not in _cmdline(pid):
                 del due[pid]
@@ -81,6 +93,11 @@ def main(argv: list[str]) -> int:
     for pid, at in due.items():  # its exit came after the last poll: record it all the same
         _record(args.out, pid=pid, namespace=namespace[pid], due=at, ended=time.time())
     return 0
+
+
+def _pids() -> set[int]:
+    """The pids listed in /proc now."""
+    return {int(d) for d in os.listdir("/proc") if d.isdigit()}
 
 
 def _argument(cmdline: str, flag: str) -> str | None:
