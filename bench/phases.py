@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mochaos.ctrl.objects import labels_of
 from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
 from mochaos.types import (
     CLAIMSET_LABEL,
@@ -20,18 +21,17 @@ from mochaos.types import (
     ActionRecord,
     Change,
     History,
-    obj_labels,
 )
 
 Samples = list[float]
 
 
 def _phase(obj: dict) -> str | None:
-    return obj_labels(obj).get(PHASE_LABEL)
+    return labels_of(obj).get(PHASE_LABEL)
 
 
 def _is_pool_pod(c: Change) -> bool:
-    return c.kind == "Pod" and POOL_NAME_LABEL in obj_labels(c.obj)
+    return c.kind == "Pod" and POOL_NAME_LABEL in labels_of(c.obj)
 
 
 def _first_claim_t(h: History) -> float:
@@ -155,7 +155,7 @@ def scale_in(h: History) -> Samples:
             if (
                 c.t >= a.t
                 and meta.get("deletionTimestamp")
-                and (obj_labels(c.obj).get(CLAIMSET_LABEL) == a.name)
+                and (labels_of(c.obj).get(CLAIMSET_LABEL) == a.name)
             ):
                 out.append(c.t - a.t)
                 break

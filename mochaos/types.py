@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol, TypeAlias, runtime_checkable
@@ -46,9 +46,6 @@ SESSIONS_ANNOTATION = "mochaos.io/sessions"
 """Written on a CN pod when mo-chaos changes its sessions, so the operator's store
 controller re-reads them now rather than on its next 30 s resync (docs/model-pacing.md)."""
 
-ObjectKind: TypeAlias = Literal["CNClaim", "CNClaimSet", "CNPool", "Pod", "Event"]
-WatchEvent: TypeAlias = Literal["ADDED", "MODIFIED", "DELETED"]
-Component: TypeAlias = Literal["apiserver", "operator", "chaos", "agent"]
 Status: TypeAlias = Literal["pass", "fail", "skipped"]
 
 
@@ -161,16 +158,6 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
     data = dict(data)
     cls = _ENTRY_TYPES[data.pop("type")]
     return cls(**data)
-
-
-def obj_labels(obj: dict[str, Any]) -> dict[str, str]:
-    """Labels of a Kubernetes object (empty dict when absent)."""
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
-def obj_deleting(obj: dict[str, Any]) -> bool:
-    """True when the object has a deletionTimestamp."""
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 class State:
@@ -534,9 +521,6 @@ class OperatorTarget(Protocol):
     def close(self) -> None:
         """Release what :meth:`install` holds for the session (idempotent)."""
         ...
-
-
-Predicate: TypeAlias = Callable[[State], bool]
 
 
 # --------------------------------------------------------------------------

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.types import (
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     PHASE_LABEL,
     State,
-    obj_deleting,
-    obj_labels,
 )
 
 KINDS = ("CNClaimSet", "CNClaim", "Pod")
@@ -37,7 +36,7 @@ def role_of(kind: str, name: str, obj: dict[str, Any] | None, roles: dict[str, s
     if kind == "Pod":
         return POOL_POD
     if kind == "CNClaim":
-        owner = obj_labels(obj or {}).get(CLAIMSET_LABEL)
+        owner = labels_of(obj or {}).get(CLAIMSET_LABEL)
         return f"new claim of {roles.get(owner, 'a set')}" if owner else "new claim"
     return f"new {kind}"
 
@@ -59,11 +58,11 @@ def attributes(
     """The abstract attributes of one object (its existence aside)."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     if kind == "Pod":
-        labels = obj_labels(obj)
+        labels = labels_of(obj)
         return {
             "phase": labels.get(PHASE_LABEL) or NONE,
             "claimed-by": _ref("CNClaim", labels.get(CLAIMED_BY_LABEL), state, roles),
-            "deleting": _yes(obj_deleting(obj)),
+            "deleting": _yes(deleting(obj)),
         }
     if kind == "CNClaim":
         return {
@@ -72,7 +71,7 @@ def attributes(
             "source": _ref("Pod", (spec.get("sourcePod") or {}).get("podName"), state, roles),
             "store": _ref("Pod", (status.get("store") or {}).get("string"), state, roles),
             "migrating": _yes("migrate" in status),
-            "deleting": _yes(obj_deleting(obj)),
+            "deleting": _yes(deleting(obj)),
             "finalizer": _yes(
                 CLAIM_FINALIZER in ((obj.get("metadata") or {}).get("finalizers") or [])
             ),
@@ -80,7 +79,7 @@ def attributes(
     return {
         "replicas": str(status.get("replicas", NONE)),
         "ready": str(status.get("readyReplicas", NONE)),
-        "deleting": _yes(obj_deleting(obj)),
+        "deleting": _yes(deleting(obj)),
     }
 
 
@@ -100,19 +99,19 @@ def references(kind: str, name: str, state: State) -> dict[str, list[str]]:
     source or label) and their sets; for a claim, its set and its pods."""
     if kind == "Pod":
         pod = state.get("Pod", name) or {}
-        holder = obj_labels(pod).get(CLAIMED_BY_LABEL)
+        holder = labels_of(pod).get(CLAIMED_BY_LABEL)
         claims = sorted(
             c for c, obj in state.all("CNClaim").items()
             if c == holder
             or (obj.get("spec") or {}).get("podName") == name
             or ((obj.get("spec") or {}).get("sourcePod") or {}).get("podName") == name
         )  # fmt: skip
-        sets = [obj_labels(state.get("CNClaim", c) or {}).get(CLAIMSET_LABEL) for c in claims]
+        sets = [labels_of(state.get("CNClaim", c) or {}).get(CLAIMSET_LABEL) for c in claims]
         return {"CNClaim": claims, "CNClaimSet": sorted({s for s in sets if s})}
     if kind == "CNClaim":
         claim = state.get("CNClaim", name) or {}
         spec = claim.get("spec") or {}
         pods = [spec.get("podName"), (spec.get("sourcePod") or {}).get("podName")]
-        owner = obj_labels(claim).get(CLAIMSET_LABEL)
+        owner = labels_of(claim).get(CLAIMSET_LABEL)
         return {"Pod": sorted({p for p in pods if p}), "CNClaimSet": [owner] if owner else []}
     return {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.types import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
@@ -19,8 +20,6 @@ from mochaos.types import (
     Change,
     Entry,
     State,
-    obj_deleting,
-    obj_labels,
 )
 
 CLAIM = "CNClaim"
@@ -70,7 +69,7 @@ def store_pod(claim: Obj) -> str:
 
 def claim_set(claim: Obj) -> str:
     """The claim set a claim belongs to: its claimset label, else its controller owner."""
-    label = obj_labels(claim).get(CLAIMSET_LABEL)
+    label = labels_of(claim).get(CLAIMSET_LABEL)
     if label:
         return label
     for owner in (claim.get("metadata") or {}).get("ownerReferences") or []:
@@ -86,17 +85,17 @@ def finalizers(obj: Obj) -> list[str]:
 
 def claimed_by(pod: Obj) -> str:
     """The pod's ``claimed-by`` label; '' if absent."""
-    return obj_labels(pod).get(CLAIMED_BY_LABEL) or ""
+    return labels_of(pod).get(CLAIMED_BY_LABEL) or ""
 
 
 def pod_phase(pod: Obj) -> str:
     """The pod's pool phase label (Unknown|Idle|Bound|Draining|Terminating); '' if absent."""
-    return obj_labels(pod).get(PHASE_LABEL) or ""
+    return labels_of(pod).get(PHASE_LABEL) or ""
 
 
 def is_live(obj: Obj | None) -> bool:
     """True when the object exists and has no deletionTimestamp."""
-    return obj is not None and not obj_deleting(obj)
+    return obj is not None and not deleting(obj)
 
 
 class World:

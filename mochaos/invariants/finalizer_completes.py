@@ -6,9 +6,10 @@ a DELETED event stops it. A stuck Finalize (B1) keeps the claim past the deadlin
 
 from __future__ import annotations
 
+from mochaos.ctrl.objects import deleting
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, finalizers, ref
-from mochaos.types import Change, CheckOptions, Entry, Verdict, obj_deleting
+from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 
 class FinalizerCompletes(InvariantBase):
@@ -31,7 +32,7 @@ class _Judge(DeadlineJudge):
             return
         if entry.event == "DELETED":
             self.deadlines.close(entry.name)
-        elif obj_deleting(entry.obj):
+        elif deleting(entry.obj):
             self.deadlines.open(entry.name, start=entry.t, within=self.options.finalize_timeout)
 
     def overdue(self, late: Obligation, seq: int) -> Verdict:

@@ -9,6 +9,7 @@ registered yet: warming up, not leaked.
 
 from __future__ import annotations
 
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, finalizers, pod_phase, ref
 from mochaos.types import (
@@ -19,8 +20,6 @@ from mochaos.types import (
     Marker,
     State,
     Verdict,
-    obj_deleting,
-    obj_labels,
 )
 
 RELEASED_PHASES = frozenset({"Idle", "Draining", "Terminating", "Unknown"})
@@ -72,9 +71,9 @@ class _Judge(Judge):
         leaked = {
             name: pod_phase(pod) or "-"
             for name, pod in sorted(state.all(POD).items())
-            if POOL_NAME_LABEL in obj_labels(pod)
+            if POOL_NAME_LABEL in labels_of(pod)
             and pod_phase(pod) not in RELEASED_PHASES
-            and not obj_deleting(pod)
+            and not deleting(pod)
         }
         claims = {
             name: ", ".join(finalizers(claim)) or "no finalizers"

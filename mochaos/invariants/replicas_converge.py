@@ -8,9 +8,10 @@ keeps the earlier start. Claim sets being deleted are not judged.
 
 from __future__ import annotations
 
+from mochaos.ctrl.objects import deleting
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIMSET, Facts, Obj, ref
-from mochaos.types import Change, CheckOptions, Entry, Verdict, obj_deleting
+from mochaos.types import Change, CheckOptions, Entry, Verdict
 
 
 class ReplicasConverge(InvariantBase):
@@ -37,7 +38,7 @@ class _Judge(DeadlineJudge):
             return
         name, obj = entry.name, entry.obj
         before = self.latest.get(name)
-        if entry.event == "DELETED" or obj_deleting(obj):
+        if entry.event == "DELETED" or deleting(obj):
             self.latest.pop(name, None)
             self.deadlines.close(name)
             return

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mochaos.ctrl.objects import deleting
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import (
     CLAIM,
@@ -33,7 +34,7 @@ from mochaos.invariants.facts import (
     source_pod,
     spec_pod,
 )
-from mochaos.types import ActionRecord, Change, CheckOptions, Entry, Verdict, obj_deleting
+from mochaos.types import ActionRecord, Change, CheckOptions, Entry, Verdict
 
 
 class ScaleInSkipsMigrating(InvariantBase):
@@ -120,8 +121,8 @@ class _Judge(Judge):
             ended = self.ended.get(claim_set(change.obj))
             if ended is not None:
                 ended.add(name)
-        deleting = change.event == "DELETED" or obj_deleting(change.obj)
-        if not deleting or (prev is not None and obj_deleting(prev)):
+        removed = change.event == "DELETED" or deleting(change.obj)
+        if not removed or (prev is not None and deleting(prev)):
             return
         if not source_pod(change.obj) or self._by_us(change):
             return
@@ -162,7 +163,7 @@ class _Judge(Judge):
         targets = self.targets.get(group)
         world = self.facts.world
         claimset = world.state.get(CLAIMSET, group)
-        if not targets or claimset is None or obj_deleting(claimset):
+        if not targets or claimset is None or deleting(claimset):
             return None
         migrating = {deletion.change.name} | self.ended[group]
         migrating |= {n for n in world.claims_in_set(group) if _migrating(world, n)}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.report.timeline import (
     TimelineRow,
     build_rows,
@@ -26,8 +27,6 @@ from mochaos.types import (
     History,
     Verdict,
     Violation,
-    obj_deleting,
-    obj_labels,
 )
 
 COLOURS = {
@@ -80,7 +79,7 @@ def _claim_state(obj: dict[str, Any]) -> tuple[str, str]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     pod = spec.get("podName") or ""
     source = (spec.get("sourcePod") or {}).get("podName") or ""
-    if obj_deleting(obj):
+    if deleting(obj):
         return "Deleting", pod
     if source:
         return "Migrating", f"{source}→{pod}"
@@ -88,10 +87,10 @@ def _claim_state(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 def _pod_state(obj: dict[str, Any]) -> tuple[str, str]:
-    labels = obj_labels(obj)
+    labels = labels_of(obj)
     holder = labels.get(CLAIMED_BY_LABEL, "")
     label = f"by {holder}" if holder else ""
-    if obj_deleting(obj):
+    if deleting(obj):
         return "Deleting", label
     return labels.get(PHASE_LABEL) or "none", label
 

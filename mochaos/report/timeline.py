@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.observe import vocabulary
 from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_retries
 from mochaos.types import (
@@ -26,8 +27,6 @@ from mochaos.types import (
     History,
     LogRecord,
     Verdict,
-    obj_deleting,
-    obj_labels,
 )
 
 SHORT_KIND = {"CNClaim": "claim", "CNClaimSet": "claimset", "Pod": "pod", "CNPool": "pool"}
@@ -142,7 +141,7 @@ def _pod_events(prev: dict[str, Any], cur: dict[str, Any]) -> list[str]:
     old_phase, new_phase = _get(prev, "status", "phase") or "", _get(cur, "status", "phase") or ""
     if old_phase != new_phase and new_phase:
         parts.append(new_phase if new_phase == "Running" else f"pod phase {new_phase}")
-    old_labels, new_labels = obj_labels(prev), obj_labels(cur)
+    old_labels, new_labels = labels_of(prev), labels_of(cur)
     old_pl, new_pl = old_labels.get(PHASE_LABEL, ""), new_labels.get(PHASE_LABEL, "")
     if old_pl != new_pl:
         if old_pl and new_pl:
@@ -171,7 +170,7 @@ _DIFFERS = {"CNClaim": _claim_events, "Pod": _pod_events, "CNClaimSet": _claimse
 def _created_text(change: Change, start: float) -> str:
     obj = change.obj
     if change.kind == "CNClaim":
-        claimset = obj_labels(obj).get(CLAIMSET_LABEL)
+        claimset = labels_of(obj).get(CLAIMSET_LABEL)
         return f"claim created (set {claimset})" if claimset else "claim created"
     if change.kind == "CNClaimSet":
         return f"claimset created (replicas {_get(obj, 'spec', 'replicas')})"
@@ -195,7 +194,7 @@ def change_events(prev: dict[str, Any] | None, change: Change, start: float) -> 
         return []
     parts = [_created_text(change, start)] if prev is None else []
     base = prev or {}
-    if obj_deleting(change.obj) and not obj_deleting(base):
+    if deleting(change.obj) and not deleting(base):
         parts.append("deletion requested")
     if prev is None and change.kind == "CNClaimSet":
         return parts
@@ -225,9 +224,9 @@ def _caused_by(action: ActionRecord, prev: dict[str, Any] | None, change: Change
     if action.action == "scale_claimset":
         return _get(prev, "spec", "replicas") != _get(cur, "spec", "replicas")
     if action.action in ("delete_pod", "delete_claim"):
-        return change.event == "DELETED" or (obj_deleting(cur) and not obj_deleting(prev or {}))
+        return change.event == "DELETED" or (deleting(cur) and not deleting(prev or {}))
     if action.action == "remove_label":
-        return obj_labels(prev or {}) != obj_labels(cur)
+        return labels_of(prev or {}) != labels_of(cur)
     if action.action == "create":
         return prev is None
     return True
@@ -474,7 +473,7 @@ def _deletion_seqs(history: History) -> dict[tuple[str, str], int]:
     """(kind, name) -> seq of the first change that shows the object deleting or gone."""
     seqs: dict[tuple[str, str], int] = {}
     for change in history.changes():
-        if change.event == "DELETED" or obj_deleting(change.obj):
+        if change.event == "DELETED" or deleting(change.obj):
             seqs.setdefault((change.kind, change.name), change.seq)
     return seqs
 
@@ -523,9 +522,9 @@ def _action_rows(rows: _Rows, history: History, effects: dict[int, Any]) -> None
         later = attempts[1:]
         before = [a for a in later if gone is None or a.seq < gone]
         after = [a for a in later if gone is not None and a.seq > gone]
-        for part, deleting in ((before, False), (after, True)):
+        for part, while_deleting in ((before, False), (after, True)):
             if part:
-                _retry_row(rows, part, history.start, deleting=deleting)
+                _retry_row(rows, part, history.start, deleting=while_deleting)
 
 
 def _log_object(rec: LogRecord, seen: set[str]) -> str:

@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.errors import Inconclusive
 from mochaos.observe.recorder import Recorder
 from mochaos.scenario.actions import Actions, Fired
@@ -24,8 +25,6 @@ from mochaos.types import (
     POOL_NAME_LABEL,
     ActionRecord,
     State,
-    obj_deleting,
-    obj_labels,
 )
 
 RETRY_INTERVAL = 5.0
@@ -77,9 +76,9 @@ class UnitAgent:
             name
             for name, pod in state.all("Pod").items()
             if name != current
-            and obj_labels(pod).get(PHASE_LABEL) == "Idle"
-            and (not pool or obj_labels(pod).get(POOL_NAME_LABEL) == pool)
-            and not obj_deleting(pod)
+            and labels_of(pod).get(PHASE_LABEL) == "Idle"
+            and (not pool or labels_of(pod).get(POOL_NAME_LABEL) == pool)
+            and not deleting(pod)
         )
         if not idle:
             raise Inconclusive(f"agent: no Idle pod to migrate claim {claim} onto")

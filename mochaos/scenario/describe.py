@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.types import (
     CLAIMED_BY_LABEL,
     PHASE_LABEL,
     Change,
     Entry,
     State,
-    obj_deleting,
-    obj_labels,
 )
 
 
@@ -17,12 +16,12 @@ def describe_state(state: State, *, limit: int = 12) -> str:
     """A one-line summary of claims and pods, for a wait that failed."""
     claims = [
         f"{n}={(c.get('status') or {}).get('phase') or '-'}"
-        f"({(c.get('spec') or {}).get('podName') or '-'}{', deleting' if obj_deleting(c) else ''})"
+        f"({(c.get('spec') or {}).get('podName') or '-'}{', deleting' if deleting(c) else ''})"
         for n, c in sorted(state.all("CNClaim").items())
     ]
     pods = [
-        f"{n}={obj_labels(p).get(PHASE_LABEL) or '-'}"
-        f"{'/' + obj_labels(p)[CLAIMED_BY_LABEL] if CLAIMED_BY_LABEL in obj_labels(p) else ''}"
+        f"{n}={labels_of(p).get(PHASE_LABEL) or '-'}"
+        f"{'/' + labels_of(p)[CLAIMED_BY_LABEL] if CLAIMED_BY_LABEL in labels_of(p) else ''}"
         for n, p in sorted(state.all("Pod").items())
     ]
 

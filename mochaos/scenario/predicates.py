@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mochaos.types import CLAIMED_BY_LABEL, PHASE_LABEL, State, obj_labels
+from mochaos.ctrl.objects import labels_of
+from mochaos.types import CLAIMED_BY_LABEL, PHASE_LABEL, State
 
 Predicate = Callable[[State], bool]
 
@@ -35,7 +36,7 @@ def all_of(*preds: Predicate) -> Predicate:
 def pod_phase(state: State, pod: str) -> str | None:
     """The pod's pool phase label, or None when the pod does not exist."""
     obj = state.get("Pod", pod)
-    return None if obj is None else obj_labels(obj).get(PHASE_LABEL, "")
+    return None if obj is None else labels_of(obj).get(PHASE_LABEL, "")
 
 
 def claim_spec(state: State, claim: str) -> dict[str, Any]:
@@ -70,8 +71,8 @@ def target_bound(claim: str, target: str) -> Predicate:
         pod = s.get("Pod", target)
         return bool(
             pod
-            and obj_labels(pod).get(PHASE_LABEL) == "Bound"
-            and obj_labels(pod).get(CLAIMED_BY_LABEL) == claim
+            and labels_of(pod).get(PHASE_LABEL) == "Bound"
+            and labels_of(pod).get(CLAIMED_BY_LABEL) == claim
             and claim_spec(s, claim).get("podName") == target
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mochaos.ctrl.objects import labels_of
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import Predicate, named, source_draining
 from mochaos.types import (
@@ -18,7 +19,6 @@ from mochaos.types import (
     CLAIMSET_LABEL,
     DELETION_COST_ANNOTATION,
     State,
-    obj_labels,
 )
 
 
@@ -49,11 +49,11 @@ def held_by_set(pod: str, claimset: str) -> Predicate:
 
     def check(s: State) -> bool:
         obj = s.get("Pod", pod)
-        holder = obj_labels(obj).get(CLAIMED_BY_LABEL) if obj else None
+        holder = labels_of(obj).get(CLAIMED_BY_LABEL) if obj else None
         claim = s.get("CNClaim", holder) if holder else None
         return bool(
             claim
-            and obj_labels(claim).get(CLAIMSET_LABEL) == claimset
+            and labels_of(claim).get(CLAIMSET_LABEL) == claimset
             and (claim.get("spec") or {}).get("podName") == pod
         )
 

@@ -13,6 +13,7 @@ import random
 import time
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import deleting, labels_of
 from mochaos.errors import Inconclusive
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import phase
@@ -30,8 +31,6 @@ from mochaos.types import (
     History,
     RunningOperator,
     State,
-    obj_deleting,
-    obj_labels,
 )
 
 BIND_REQUEUE = 5.0
@@ -114,7 +113,7 @@ class Workload:
         state = self._recorder.snapshot()
         return sorted(
             n for n, p in state.all("Pod").items()
-            if obj_labels(p).get(PHASE_LABEL) == "Idle" and not obj_deleting(p)
+            if labels_of(p).get(PHASE_LABEL) == "Idle" and not deleting(p)
         )  # fmt: skip
 
     def bound_claims(self, claimset: str, n: int) -> list[str]:
@@ -206,9 +205,9 @@ def idle_pods_at_least(pool: str, n: int) -> Predicate:
         idle = [
             p
             for p in s.all("Pod").values()
-            if obj_labels(p).get(POOL_NAME_LABEL) == pool
-            and obj_labels(p).get(PHASE_LABEL) == "Idle"
-            and not obj_deleting(p)
+            if labels_of(p).get(POOL_NAME_LABEL) == pool
+            and labels_of(p).get(PHASE_LABEL) == "Idle"
+            and not deleting(p)
         ]
         return len(idle) >= n
 
@@ -220,8 +219,8 @@ def bound_of(state: State, claimset: str) -> list[str]:
     return [
         name
         for name, c in state.all("CNClaim").items()
-        if obj_labels(c).get(CLAIMSET_LABEL) == claimset
-        and not obj_deleting(c)
+        if labels_of(c).get(CLAIMSET_LABEL) == claimset
+        and not deleting(c)
         and (c.get("status") or {}).get("phase") == "Bound"
         and (c.get("spec") or {}).get("podName")
     ]
@@ -229,7 +228,7 @@ def bound_of(state: State, claimset: str) -> list[str]:
 
 def bound_pods(state: State) -> list[str]:
     """Pods in pool phase Bound."""
-    return [n for n, p in state.all("Pod").items() if obj_labels(p).get(PHASE_LABEL) == "Bound"]
+    return [n for n, p in state.all("Pod").items() if labels_of(p).get(PHASE_LABEL) == "Bound"]
 
 
 def _pod_age_key(state: State, claim: str) -> tuple[str, str]:

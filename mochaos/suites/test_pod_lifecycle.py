@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from mochaos.ctrl.objects import labels_of
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import named
 from mochaos.scenario.workloads import POD_LOSS
-from mochaos.types import CLAIMED_BY_LABEL, obj_labels
+from mochaos.types import CLAIMED_BY_LABEL
 
 pytestmark = pytest.mark.scenario
 
@@ -34,9 +35,7 @@ def test_label_removed_then_pod_deleted(scenario: Scenario):
     unlabelled = sc.when(
         named(
             f"pod {pod} has no {CLAIMED_BY_LABEL}",
-            lambda s: (
-                (p := s.get("Pod", pod)) is not None and CLAIMED_BY_LABEL not in obj_labels(p)
-            ),
+            lambda s: (p := s.get("Pod", pod)) is not None and CLAIMED_BY_LABEL not in labels_of(p),
         ),
         timeout=sc.waits.bind,
     )

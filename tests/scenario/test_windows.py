@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from invariants.builders import HistoryBuilder
 
+from mochaos.ctrl.objects import labels_of
 from mochaos.scenario.actions import Fired
 from mochaos.scenario.nemesis import Nemesis
 from mochaos.scenario.predicates import named
-from mochaos.types import CLAIMED_BY_LABEL, ActionRecord, obj_labels
+from mochaos.types import CLAIMED_BY_LABEL, ActionRecord
 
 
 class _Actions:
@@ -39,7 +40,7 @@ class _Recorder:
 
 LABELLED = named(
     "pod b is labelled",
-    lambda s: CLAIMED_BY_LABEL in obj_labels(s.get("Pod", "b") or {}),
+    lambda s: CLAIMED_BY_LABEL in labels_of(s.get("Pod", "b") or {}),
 )
 
 
