@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mochaos.errors import UsageError
 from mochaos.shard import Shard, parse_shard
 
@@ -291,6 +293,16 @@ class RunConfig:
 
 Lookup = Callable[[Setting], Any]
 """Returns a setting's value from one source, or None when that source does not set it."""
+
+
+RUN_CONFIG_KEY = pytest.StashKey[RunConfig]()
+"""Where the plugin keeps the run's :class:`RunConfig` on pytest's config."""
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    """The run's checked mo-chaos settings, as the plugin resolved them at configure time
+    (for test modules that parametrize from them, such as ``mochaos.explore``)."""
+    return config.stash[RUN_CONFIG_KEY]
 
 
 def resolve(

@@ -23,12 +23,11 @@ from typing import Any
 import pytest
 
 from mochaos import namespaces, progress, runstate
-from mochaos.config import SETTINGS, RunConfig, resolve
+from mochaos.config import RUN_CONFIG_KEY, SETTINGS, RunConfig, resolve, run_config
 from mochaos.errors import Inconclusive, MochaosError, UsageError
 from mochaos.kube import check_reachable, new_api_client
 from mochaos.types import Cluster, ClusterProvider, OperatorTarget, RunningOperator
 
-CONFIG_KEY = pytest.StashKey[RunConfig]()
 SINK_KEY = pytest.StashKey[progress.Sink]()
 FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
 SIGINT_KEY = pytest.StashKey[Any]()
@@ -147,7 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
     except MochaosError as err:  # e.g. the remote of a source:<git URL> cannot be reached
         pytest.exit(f"mo-chaos: {err}", returncode=err.exit_code)
-    config.stash[CONFIG_KEY] = cfg
+    config.stash[RUN_CONFIG_KEY] = cfg
     if workerinput is None:
         config.pluginmanager.register(_SummaryFollower(config), "mochaos-summary")
     _start_progress(config, cfg, worker=workerinput is not None)
@@ -195,11 +194,6 @@ def _new_run_id() -> str:
     from mochaos.report.rundir import new_run_id
 
     return new_run_id()
-
-
-def run_config(config: pytest.Config) -> RunConfig:
-    """The run's checked mo-chaos settings."""
-    return config.stash[CONFIG_KEY]
 
 
 def _progress_file(cfg: RunConfig) -> Path:
@@ -362,7 +356,7 @@ class _SummaryFollower:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--mochaos-shard i/n``: keep this shard's share of what -k/-m left (mochaos.shard)."""
-    cfg = config.stash.get(CONFIG_KEY, None)
+    cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or cfg.shard is None:
         return
     from mochaos.shard import select
@@ -380,7 +374,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     A shard that no scenario fell to ran nothing by design: it exits 0, not 5."""
     if getattr(session.config, "workerinput", None) is not None:
         return
-    cfg = session.config.stash.get(CONFIG_KEY, None)
+    cfg = session.config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is not None and cfg.shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         progress.announce(f"shard {cfg.shard}: no scenario of this selection fell to this shard")
         session.exitstatus = pytest.ExitCode.OK
@@ -388,7 +382,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def _merge_summary(config: pytest.Config) -> None:
-    cfg = config.stash.get(CONFIG_KEY, None)
+    cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
     from mochaos.report.index import write_index
@@ -410,7 +404,7 @@ def _merge_summary(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """One line per scenario: outcome, failed invariants, max finalize retries, timeline."""
-    cfg = config.stash.get(CONFIG_KEY, None)
+    cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
     from mochaos.report.summary import read_results, terminal_line
@@ -450,9 +444,11 @@ def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
 @pytest.fixture(scope="session")
 def cluster(cluster_provider: ClusterProvider) -> Cluster:
     """A running cluster from the chosen provider (built and started on first use)."""
+    from mochaos.report.testreport import add_findings
+
     with progress.phase("cluster"):
         started = cluster_provider.up()
-        for line in runstate.reap(_reap_namespace):
+        for line in runstate.reap(_reap_namespace, add_findings):
             progress.announce(line)
     return started
 

@@ -37,6 +37,8 @@ REAP_LOCK_TIMEOUT = 600.0
 
 DeleteNamespace = Callable[[str, Path, str | None], list[str] | None]
 """Deletes one stale namespace (namespace, kubeconfig, context); returns the findings."""
+RecordFindings = Callable[[Path, list[str]], None]
+"""Adds teardown findings to the report folder of the test that made the namespace."""
 
 
 def _runs_dir() -> Path:
@@ -131,12 +133,15 @@ def _save(path: Path, data: dict[str, Any]) -> None:
         path.unlink(missing_ok=True)
 
 
-def reap(delete_namespace: DeleteNamespace) -> list[str]:
+def reap(
+    delete_namespace: DeleteNamespace, record_findings: RecordFindings | None = None
+) -> list[str]:
     """Clean up after dead runs; return one line per thing reaped.
 
     ``delete_namespace(namespace, kubeconfig, context)`` deletes one stale namespace and
-    returns what it had to force (finalizers released). One reaper at a time: another
-    session's waits for it, then finds nothing left.
+    returns what it had to force (finalizers released); ``record_findings(folder, lines)``
+    adds those to the killed test's report, when its folder is on record. One reaper at a
+    time: another session's waits for it, then finds nothing left.
     """
     done: list[str] = []
     with FileLock(str(_runs_dir() / ".reap.lock"), timeout=REAP_LOCK_TIMEOUT):
@@ -146,7 +151,7 @@ def reap(delete_namespace: DeleteNamespace) -> list[str]:
                 continue
             _reap_processes(path, data, done)
             _reap_containers(path, data, done)
-            _reap_namespaces(path, data, done, delete_namespace)
+            _reap_namespaces(path, data, done, delete_namespace, record_findings)
     return done
 
 
@@ -180,7 +185,11 @@ def _reap_containers(path: Path, data: dict[str, Any], done: list[str]) -> None:
 
 
 def _reap_namespaces(
-    path: Path, data: dict[str, Any], done: list[str], delete_namespace: DeleteNamespace
+    path: Path,
+    data: dict[str, Any],
+    done: list[str],
+    delete_namespace: DeleteNamespace,
+    record_findings: RecordFindings | None,
 ) -> None:
     for namespace, where in list(data.get("namespaces", {}).items()):
         try:
@@ -200,9 +209,7 @@ def _reap_namespaces(
             lines = [str(f) for f in findings or ()]
             done.append(f"deleted stale namespace {namespace}")
             done += [f"  {line}" for line in lines]
-            if lines and where.get("report"):
-                from mochaos.report.testreport import add_findings
-
-                add_findings(Path(where["report"]), lines)
+            if lines and where.get("report") and record_findings is not None:
+                record_findings(Path(where["report"]), lines)
         del data["namespaces"][namespace]
         _save(path, data)

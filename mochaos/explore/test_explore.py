@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from mochaos.config import run_config
 from mochaos.explore.case import run_case
 from mochaos.explore.plan import batch_runs, load
-from mochaos.plugin import run_config
 from mochaos.scenario.engine import Scenario
 
 pytestmark = pytest.mark.scenario

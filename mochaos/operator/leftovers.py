@@ -32,6 +32,7 @@ from mochaos.operator import webhooks
 from mochaos.operator.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
 from mochaos.operator.webhook_host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
+from mochaos.report.testreport import add_findings
 from mochaos.types import RUN_ID_LABEL, Cluster
 
 GONE_TIMEOUT = 60.0
@@ -113,7 +114,7 @@ def _sweep(
     out: Sweep, cluster: Cluster, double_state: Path | None, doubles: list[tuple[DoubleSpec, Any]]
 ) -> None:
     assert cluster.state_dir is not None
-    reaped = runstate.reap(_delete_namespace)
+    reaped = runstate.reap(_delete_namespace, add_findings)
     out.left += [f"a dead run's record: {line}" for line in reaped if not line.startswith("  ")]
     out.left += WebhookHost(cluster.state_dir / "operator-webhooks", build="").reclaim()
     if not port_free(webhooks.PORT):

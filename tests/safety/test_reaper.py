@@ -185,6 +185,7 @@ def test_a_gone_cluster_is_not_retried(state):
 
 def test_findings_of_a_finished_teardown_go_to_the_killed_tests_result(state, tmp_path):
     from mochaos.report.summary import write_result
+    from mochaos.report.testreport import add_findings
     from mochaos.types import ScenarioResult
 
     folder = tmp_path / "reports" / "run" / "suites.test_x"
@@ -192,7 +193,7 @@ def test_findings_of_a_finished_teardown_go_to_the_killed_tests_result(state, tm
     write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
                 namespaces={"mc-x": {"kubeconfig": "/kc", "report": str(folder)}})  # fmt: skip
     finding = "finalizer mochaos.io/hold on Pod/p had to be removed by mo-chaos"
-    lines = runstate.reap(lambda ns, kc, ctx: [finding])
+    lines = runstate.reap(lambda ns, kc, ctx: [finding], add_findings)
     assert lines == ["deleted stale namespace mc-x", f"  {finding}"]
     result = json.loads((folder / "result.json").read_text())
     assert result["findings"] == [finding]
