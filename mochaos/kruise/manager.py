@@ -5,7 +5,7 @@ process beside the control plane through one host, :mod:`mochaos.cluster.doubles
 this one is the real OpenKruise, not a double). ``prepare`` builds the manager
 (:func:`mochaos.cluster.build.kruise_manager`), picks this cluster's two ports once
 (kept in the state folder, so a restart serves the same address), installs all of kruise's
-CRDs under mo-chaos's ownership rules (:mod:`mochaos.operator.crds`, owner ``kruise``) and
+CRDs under mo-chaos's ownership rules (:mod:`mochaos.crds`, owner ``kruise``) and
 creates its two webhook configurations from the module (kruise-manager finds them by name,
 fills in its CA and rewrites every hook to ``https://127.0.0.1:<port>/path``). The manager
 writes its own certificate into the state folder (WEBHOOK_HOST/WEBHOOK_PORT/
@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from mochaos import crds
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError
 from mochaos.kruise import module
@@ -144,15 +145,11 @@ def _free_port() -> int:
 def install_crds(ctx: DoubleContext, version: str, docs: list[dict[str, Any]]) -> None:
     """kruise's CRDs, owned ``kruise`` (replacing any other set of ours of the same names:
     the operator chart's copies or an older mo-chaos's minimal ones)."""
-    from mochaos.operator import crds
-
     crds.install(_cluster(ctx), crd_set(version, docs))
 
 
-def crd_set(version: str, docs: list[dict[str, Any]]) -> Any:
-    """kruise's CRDs as a :class:`mochaos.operator.crds.CrdSet` (owner ``kruise``)."""
-    from mochaos.operator import crds
-
+def crd_set(version: str, docs: list[dict[str, Any]]) -> crds.CrdSet:
+    """kruise's CRDs as a :class:`mochaos.crds.CrdSet` (owner ``kruise``)."""
     return crds.CrdSet(
         crds.KRUISE_OWNER, f"{module.MODULE}@{version} config/crd/bases", tuple(docs)
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from mochaos.crds import check_chart_can_own_crds
 from mochaos.errors import UsageError
 from mochaos.images.catalog import Builder, register
 from mochaos.images.operator_images import manager_image, operator_ref
@@ -22,7 +23,6 @@ from mochaos.operator import checkout as co
 from mochaos.operator import git_source
 from mochaos.operator.chart_source import checkout_chart
 from mochaos.operator.cluster_target import InClusterTarget, client_for, target_kwargs
-from mochaos.operator.crds import check_chart_can_own_crds
 from mochaos.operator.helm import (
     KRUISE_IMAGE,
     ChartOptions,

@@ -25,11 +25,11 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos import namespaces, runstate
+from mochaos.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
 from mochaos.doubles import DoubleSpec
 from mochaos.errors import MochaosError
 from mochaos.kube import api_client
 from mochaos.operator import webhooks
-from mochaos.operator.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
 from mochaos.operator.webhook_host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
 from mochaos.report.testreport import add_findings

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mochaos import crds as crd_install
 from mochaos.cluster import environment
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
-from mochaos.operator import crds as crd_install
 from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess

@@ -10,10 +10,10 @@ from typing import Any
 from kubernetes import client
 
 from mochaos.config import CheckOptions
+from mochaos.crds import install, own_crds
 from mochaos.errors import UsageError
 from mochaos.kube import api_client
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
-from mochaos.operator.crds import install, own_crds
 from mochaos.operator.process import OperatorProcess
 from mochaos.types import SCORE_ANNOTATION, Cluster, Environment, Waits
 

@@ -19,9 +19,9 @@ from kubernetes.client.rest import ApiException
 
 from mochaos.cluster import doubles_host, environment
 from mochaos.cluster.local import LocalProvider
+from mochaos.crds import KRUISE_OWNER, OWNER_LABEL
 from mochaos.doubles import DoubleContext
 from mochaos.kruise import manager, module
-from mochaos.operator.crds import KRUISE_OWNER, OWNER_LABEL
 from mochaos.types import Cluster, Environment
 
 from polling import wait_until

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from mochaos.crds import install, own_crds
 from mochaos.model.kube import Kube
-from mochaos.operator.crds import install, own_crds
 from mochaos.types import Cluster
 
 from .scene import SCALE, ModelProcess, Scene, start_model

@@ -65,8 +65,8 @@ def test_installed_target_defaults() -> None:
 
 
 def test_image_target_refuses_our_own_crds_before_helm_runs_local(cluster, kube, tmp_path) -> None:
+    from mochaos.crds import install, own_crds
     from mochaos.kube import new_api_client
-    from mochaos.operator.crds import install, own_crds
 
     install(cluster, own_crds())  # as a model: run on the same cluster would have
     runner = RecordingRunner({"helm version": "v3.22.0+g1\n"})

@@ -47,7 +47,7 @@ def test_manifests_and_schemas_are_package_data(wheel):
     for kind in ("cnpool", "cnclaimset", "logset", "dnset"):
         assert f"mochaos/manifests/matrixone/{kind}.yaml" in files
     for plural in ("cnclaims", "cnclaimsets", "cnpools"):
-        assert f"mochaos/operator/schemas/{plural}.yaml" in files
+        assert f"mochaos/crds/schemas/{plural}.yaml" in files
     assert "mochaos/report/junit.xsd" in files
 
 

@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos import crds, webhooks
 from mochaos.cluster.local import LocalProvider
 from mochaos.kube import api_client
-from mochaos.operator import crds, webhooks
 from mochaos.operator.leftovers import sweep
 from mochaos.operator.webhook_host import spawn
 from mochaos.paths import state_dir

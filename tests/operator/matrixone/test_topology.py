@@ -177,7 +177,7 @@ def test_claimset_selects_its_own_claims_and_has_template_labels() -> None:
 
 
 def _ensure_crds(kube: Any) -> None:
-    from mochaos.operator.crds import own_crds
+    from mochaos.crds import own_crds
 
     apply_objects(kube, list(own_crds().docs))
 

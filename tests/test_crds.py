@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.errors import UsageError
-from mochaos.operator.crds import (
+from mochaos.crds import (
     KRUISE_OWNER,
     OWNER_LABEL,
     SOURCE_ANNOTATION,
@@ -17,6 +16,7 @@ from mochaos.operator.crds import (
     operator_crds,
     own_crds,
 )
+from mochaos.errors import UsageError
 
 OPERATOR = CrdSet("operator", "matrixone-operator 2301e3b", ())
 OWN = own_crds()
@@ -109,13 +109,13 @@ HELM_META = {
     ],
 )  # fmt: skip
 def test_crd_owner(meta, owner):
-    from mochaos.operator.crds import crd_owner
+    from mochaos.crds import crd_owner
 
     assert crd_owner({"metadata": meta}) == owner
 
 
 def test_the_chart_may_not_run_over_our_crds_local(cluster, kube):
-    from mochaos.operator.crds import check_chart_can_own_crds, install
+    from mochaos.crds import check_chart_can_own_crds, install
 
     install(cluster, own_crds())
     with pytest.raises(UsageError, match="was installed by mo-chaos"):
