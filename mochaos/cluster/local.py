@@ -544,12 +544,12 @@ class LocalProvider:
             )
         except subprocess.TimeoutExpired as err:
             # What it printed before it was killed is the only account of where it hung.
-            _log_command(
-                log, cmd, _text(err.stdout) + _text(err.stderr), f"killed after {timeout:.0f}s"
-            )
+            printed = _text(err.stdout) + _text(err.stderr)
+            _log_command(log, cmd, printed, f"killed after {timeout:.0f}s")
+            last = [ln.strip() for ln in printed.splitlines() if ln.strip()][-1:]
             raise InfraError(
                 f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''} timed out after "
-                f"{timeout:.0f}s",
+                f"{timeout:.0f}s" + (f" (its last line: {last[0][:200]})" if last else ""),
                 hint=f"see {log} and {self.cluster_dir / 'logs'}",
             ) from err
         _log_command(log, cmd, proc.stdout + proc.stderr, f"exit {proc.returncode}")

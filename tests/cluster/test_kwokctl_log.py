@@ -1,5 +1,6 @@
 """A kwokctl that hangs leaves what it printed in the cluster's kwokctl log, which the
-timeout's error points at (before, the log held nothing of the killed command)."""
+timeout's error points at (before, the log held nothing of the killed command), and its last
+line is in the error itself."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def test_a_timed_out_kwokctl_leaves_its_output_in_the_log(tmp_path, monkeypatch)
 
     with pytest.raises(InfraError, match="timed out after 1s") as err:
         provider._kwokctl("create", "cluster", timeout=1)
+    # Where it hung is in the one line itself (a removed cluster's log is gone with it).
+    assert "(its last line: Cluster is starting)" in str(err.value)
 
     log = provider.workdir / "mc-kwokctl-log.kwokctl.log"
     assert str(log) in str(err.value.hint)
