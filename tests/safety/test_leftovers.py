@@ -17,9 +17,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos import crds, webhooks
+from mochaos import crds
 from mochaos.cluster.local import LocalProvider
 from mochaos.kube import api_client
+from mochaos.operator import webhooks
 from mochaos.operator.leftovers import sweep
 from mochaos.operator.webhook_host import spawn
 from mochaos.paths import state_dir
