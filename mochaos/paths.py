@@ -9,6 +9,7 @@ and run state live (default ``<cache>/state``).
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -26,3 +27,10 @@ def state_dir() -> Path:
     """Root of runtime state: local clusters, pid files, crash-reaper records."""
     env = os.environ.get("MOCHAOS_STATE")
     return Path(env).expanduser() if env else cache_dir() / "state"
+
+
+def machine_lock(name: str) -> Path:
+    """A lock file every mo-chaos on this machine shares, whatever its cache or state
+    folder: for what is machine-wide, such as the ports kwokctl picks (in the system's
+    temporary folder)."""
+    return Path(tempfile.gettempdir()) / f"mochaos-{name}.lock"

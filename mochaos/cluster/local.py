@@ -46,7 +46,7 @@ from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
-from mochaos.paths import state_dir
+from mochaos.paths import machine_lock, state_dir
 from mochaos.procs import cmdline, stop_group, wait_gone
 from mochaos.progress import announce
 from mochaos.types import Cluster, Environment
@@ -64,6 +64,8 @@ RECOVER_TIMEOUT = 45.0
 """Seconds ``up()`` gives an existing cluster's supervisor to bring back what exited (a
 restarted scheduler waits up to 15 s for its predecessor's lease) before recreating it."""
 LOCK_TIMEOUT = 3600.0
+CREATE_LOCK = "kwokctl-create"
+"""The machine-wide lock cluster creations take (:meth:`LocalProvider.creation_lock`)."""
 STAGES_DIGEST = "stages.digest"
 """In the cluster's folder: a digest of the kwok Stages it was created with."""
 
@@ -562,11 +564,16 @@ class LocalProvider:
         return proc.stdout
 
     def _create(self) -> None:
-        # kwokctl picks free ports when it creates a cluster: two clusters created at once
-        # may pick the same ones, so creations are serialised machine-wide.
         self.workdir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.workdir / "create.lock"), timeout=LOCK_TIMEOUT):
+        with self.creation_lock():
             self._create_alone()
+
+    def creation_lock(self) -> FileLock:
+        """Held while a cluster is created. kwokctl picks each port by scanning down from
+        32767 for one free now (sigs.k8s.io/kwok@v0.8.0 pkg/utils/net/unused_port.go), so two
+        clusters created at once pick the same ones: creations are serialised machine-wide,
+        across state folders (``MOCHAOS_STATE``) too."""
+        return FileLock(str(machine_lock(CREATE_LOCK)), timeout=LOCK_TIMEOUT, mode=0o666)
 
     def _create_alone(self) -> None:
         if self.apiserver_port is not None:
