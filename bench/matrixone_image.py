@@ -31,9 +31,9 @@ import figures
 from mochaos.doubles.matrixone.build import build_env as nosumdb_env
 from mochaos.errors import UsageError
 from mochaos.images import matrixone
-from mochaos.images.trial.run import run_trial
 from mochaos.operator.checkout import resolve
 from mochaos.operator.matrixone.topology import Topology
+from mochaos.operator.trial.run import run_trial
 from mochaos.tooling.docker_cli import DockerCli
 
 MIB = 2**20

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.errors import InfraError
-from mochaos.images.trial.render import ADMISSION, MAIN, render
+from mochaos.operator.trial.render import ADMISSION, MAIN, render
 
 
 def _binary(tmp_path: Path, script: str) -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.images.trial.run import HELD, TrialResult, run_trial
 from mochaos.operator.checkout import resolve
+from mochaos.operator.trial.run import HELD, TrialResult, run_trial
 from mochaos.tooling.docker_cli import DockerCli
 
 MAIN = "2301e3b"

@@ -103,7 +103,7 @@ def _env(
             else:
                 raise InfraError(
                     f"pod {pod}: env {name} uses fieldRef {path}, not supported",
-                    hint="extend mochaos/images/trial/pods.py",
+                    hint="extend mochaos/operator/trial/pods.py",
                 )
         elif "secretKeyRef" in source:
             ref = source["secretKeyRef"]
@@ -118,7 +118,7 @@ def _env(
         else:
             raise InfraError(
                 f"pod {pod}: env {name} has no value the trial can resolve",
-                hint="extend mochaos/images/trial/pods.py",
+                hint="extend mochaos/operator/trial/pods.py",
             )
     return out
 
@@ -148,7 +148,7 @@ def _mounts(
         else:
             raise InfraError(
                 f"pod {pod}: volume {name} is neither a ConfigMap, a claim nor an emptyDir",
-                hint="extend mochaos/images/trial/pods.py",
+                hint="extend mochaos/operator/trial/pods.py",
             )
     return tuple(out)
 

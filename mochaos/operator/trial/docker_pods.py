@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mochaos.errors import InfraError
-from mochaos.images.trial.forwarding import accept_bridge, nothing
-from mochaos.images.trial.pods import PodRun
+from mochaos.operator.trial.forwarding import accept_bridge, nothing
+from mochaos.operator.trial.pods import PodRun
 from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.docker_cli import DockerCli, daemon_reason
 from mochaos.tooling.progress import Progress, say
