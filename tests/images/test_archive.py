@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import tarfile
 import uuid
 from pathlib import Path
-
-import pytest
 
 from mochaos.images.archive import (
     ImageConfig,
@@ -25,8 +21,9 @@ from mochaos.images.archive import (
     tar_directory,
     write_archive,
 )
-from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.runner import RecordingRunner, SubprocessRunner
+
+from docker_skip import docker_or_skip
 
 CONFIG = ImageConfig(
     entrypoint=("/bin/tool", "-x"),
@@ -102,24 +99,8 @@ def test_the_archive_names_its_layers_by_digest_and_its_config_holds_the_image(t
     assert not (tmp_path / "image.tar.partial").exists()
 
 
-def _engine() -> DockerCli:
-    if shutil.which("docker") is None:
-        pytest.skip("no docker CLI on PATH: the archive is checked by its layout only")
-    docker = DockerCli.find()
-    probe = subprocess.run(
-        [docker.path, "version", "--format", "{{.Server.Version}}"],
-        capture_output=True,
-        text=True,
-        timeout=20,
-        env=docker.environment(),
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"no Docker engine reachable (DOCKER_HOST={os.environ.get('DOCKER_HOST')})")
-    return docker
-
-
 def test_a_real_engine_loads_the_archive_with_its_config_and_files(tmp_path: Path) -> None:
-    docker = _engine()
+    docker = docker_or_skip("the archive is checked by its layout only")
     ref = f"mochaos-test/archive-{uuid.uuid4().hex[:8]}:v1"
     base = _layer(tmp_path, "base", {"etc/os-release": "debian\n"})
     own = _layer(tmp_path, "own", {"bin/tool": "#!/bin/sh\n"})

@@ -9,34 +9,17 @@ saying which is missing, without them. The image is pulled or built (a cold buil
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from mochaos.operator.checkout import resolve
 from mochaos.operator.trial.run import HELD, TrialResult, run_trial
-from mochaos.tooling.docker_cli import DockerCli
+
+from docker_skip import docker_or_skip
 
 MAIN = "2301e3b"
 MIB = 2**20
-
-
-def _engine() -> DockerCli:
-    if shutil.which("docker") is None:
-        pytest.skip("no docker CLI on PATH")
-    docker = DockerCli.find()
-    probe = subprocess.run(
-        [docker.path, "version", "--format", "{{.Server.Version}}"],
-        capture_output=True,
-        text=True,
-        timeout=20,
-        env=docker.environment(),
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"no Docker engine reachable (DOCKER_HOST={os.environ.get('DOCKER_HOST')})")
-    return docker
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +29,7 @@ def trial(tmp_path_factory: pytest.TempPathFactory) -> TrialResult:
         pytest.skip(
             "MOCHAOS_OPERATOR_SRC is not set: the trial renders pods with the operator's own code"
         )
-    docker = _engine()
+    docker = docker_or_skip()
     work = tmp_path_factory.mktemp("trial")
     return run_trial(
         checkout=resolve(Path(source), MAIN),
