@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from mochaos.procs import stat_fields
 
 from .helpers import CHILD, ROOT
+from polling import wait_until
 
 SLEEP = shutil.which("sleep")
 LATE_EXEC = (
@@ -42,22 +42,20 @@ def test_a_process_exec_ing_late_is_frozen(tmp_path: Path):
          "--seconds", "1", "--after", "0.2", "0.3", "--out", str(out)],
         cwd=ROOT,
     )  # fmt: skip
-    time.sleep(1.0)  # the freezer has listed what ran before it
+    wait_until(out.exists, "the freezer listing what runs before it", timeout=30)
     parent = subprocess.Popen(
         [sys.executable, "-c", LATE_EXEC], env={**os.environ, "MARKED": str(marked)}
     )
     try:
-        child = _wait_for_child(parent.pid)
-        stopped = _wait_for_state(child, "T", 15)
+        (child, *_) = wait_until(lambda: _children(parent.pid), "the late child forked", timeout=10)
+        wait_until(lambda: _state(child) == "T", "the late child frozen", timeout=15)
     finally:
         freezer.send_signal(signal.SIGTERM)
         freezer.wait(timeout=30)
         for pid in _children(parent.pid):
             os.kill(pid, signal.SIGKILL)
         parent.wait(timeout=30)
-    lines = out.read_text().splitlines() if out.exists() else []
-    records = [json.loads(line) for line in lines]
-    assert stopped, records
+    records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["pid"] for r in records if "stopped" in r] == [child], records
 
 
@@ -71,20 +69,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _wait_for_child(pid: int) -> int:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if kids := _children(pid):
-            return kids[0]
-        time.sleep(0.02)
-    raise AssertionError("the late-exec child never appeared")
-
-
-def _wait_for_state(pid: int, state: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        fields = stat_fields(pid)
-        if fields is not None and fields[0] == state:
-            return True
-        time.sleep(0.05)
-    return False
+def _state(pid: int) -> str | None:
+    """The process's state letter (T: stopped), None when it is gone."""
+    fields = stat_fields(pid)
+    return None if fields is None else fields[0]

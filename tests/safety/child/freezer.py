@@ -8,7 +8,8 @@ process is one JSON line, written when the freezer is done with it: its pid, the
 its ``--namespace`` argument (or null), and either ``stopped`` and ``resumed`` (epoch
 seconds; ``gone`` is true when it died while stopped, ``resumed`` then being when that was
 seen) or ``due`` (its moment) and ``ended`` (it exited before it, seen then). It only ever
-signals processes whose command line contains ``--match`` and which it saw start.
+signals processes whose command line contains ``--match`` and which it saw start. The
+``--out`` file exists once the processes running before it are listed.
 
 A process is new when its pid was not in the previous poll's listing: pids wrap
 (``pid_max`` is 32768 on many hosts, reached within one CI run), so a pid seen once may
@@ -50,6 +51,7 @@ def main(argv: list[str]) -> int:
     rng = random.Random(args.seed)
     me = os.getpid()
     listed = _pids()  # only processes born later
+    args.out.touch()  # says the freezer is watching
     fresh: dict[int, float] = {}  # pid -> when first seen, while its command line may change
     due: dict[int, float] = {}
     held: dict[int, float] = {}
