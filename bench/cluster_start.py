@@ -22,7 +22,8 @@ from typing import Any
 
 import figures
 
-from mochaos.cluster import build, download
+from mochaos.binaries import control_plane, download
+from mochaos.binaries.component import Component
 from mochaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import cache_dir
@@ -91,9 +92,11 @@ class Step:
         """Modules fetched from the proxy (not yet in the module cache)."""
         return sum(1 for ln in self.output if ln.startswith("go: downloading "))
 
-    def component(self) -> build.Component | None:
+    def component(self) -> Component | None:
         """The component whose build folder the step ran in (None for another version)."""
-        return next((c for c in build.COMPONENTS if self.cwd.name == c.directory.name), None)
+        return next(
+            (c for c in control_plane.COMPONENTS if self.cwd.name == c.directory.name), None
+        )
 
     def order(self) -> tuple[int, int]:
         """Position in one build: component, then download < get < each binary."""
@@ -101,8 +104,8 @@ class Step:
         if c is None:
             return (-1, -1)
         if self.binary is not None:
-            return (build.COMPONENTS.index(c), 2 + c.binaries.index(self.binary.name))
-        return (build.COMPONENTS.index(c), 0 if " mod download " in self.cmd else 1)
+            return (control_plane.COMPONENTS.index(c), 2 + c.binaries.index(self.binary.name))
+        return (control_plane.COMPONENTS.index(c), 0 if " mod download " in self.cmd else 1)
 
 
 def parse_log(text: str) -> list[Step]:
@@ -136,7 +139,9 @@ def _is_complete(session: list[Step]) -> bool:
         built.setdefault(c.name, set())
         if step.binary is not None:
             built[c.name].add(step.binary.name)
-    return all(built[c.name] == set(c.binaries) for c in build.COMPONENTS if c.name in built)
+    return all(
+        built[c.name] == set(c.binaries) for c in control_plane.COMPONENTS if c.name in built
+    )
 
 
 def _mtime(path: Path) -> float | None:
@@ -175,7 +180,7 @@ def figures_from_log(log: Path) -> dict[str, Any]:
     components: list[dict[str, Any]] = []
     previous_end: float | None = None
     started: float | None = None
-    for c in [c for c in build.COMPONENTS if any(s.component() == c for s in last)]:
+    for c in [c for c in control_plane.COMPONENTS if any(s.component() == c for s in last)]:
         steps = [s for s in last if s.component() == c]
         resolved = _mtime(steps[0].cwd / "go.sum")
         started = resolved if started is None else started
@@ -216,7 +221,8 @@ _BINARY_END = re.compile(r"^\s+\[\d+/\d+\] (?P<binary>\S+) built in ")
 def figures_from_progress(
     events: list[tuple[float, str]], steps: list[Step], *, started: float
 ) -> dict[str, Any]:
-    """First-build figures from timestamped progress lines of ``build.build`` and its log."""
+    """First-build figures from timestamped progress lines of ``control_plane.build`` and
+    its log."""
     packages = {s.binary.name: s.packages for s in steps if s.binary is not None}
     downloads: dict[str, int] = {}
     for s in steps:
@@ -228,7 +234,7 @@ def figures_from_progress(
     binary_start: dict[str, float] = {}
     for t, line in events:
         if m := _COMPONENT_START.match(line):
-            c = build.component(m["name"])
+            c = control_plane.component(m["name"])
             component_start[c.name] = t
             components.append(
                 {
@@ -292,7 +298,7 @@ def cold_build(*, tmp_dir: Path | None) -> dict[str, Any]:
     os.environ.update(env)
     try:
         started = time.monotonic()
-        build.build(force=True, progress=progress)
+        control_plane.build(force=True, progress=progress)
         steps = parse_log((cache_dir() / "build.log").read_text(encoding="utf-8"))
         return figures_from_progress(events, steps, started=started)
     finally:

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import figures
 
-from mochaos.cluster import build, download
+from mochaos.binaries import control_plane, download
 from mochaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
 from mochaos.errors import InfraError, UsageError
 
@@ -59,7 +59,7 @@ def lay_out_mirror(root: Path, sources: download.Sources, arch: str) -> int:
     """Write the cached binaries under ``root`` where ``sources`` (URLs on the bench's server)
     will ask for them, with each project's checksum publication; return the bytes served.
 
-    The asset paths come from :data:`mochaos.cluster.download.PLANS`, so the mirror follows
+    The asset paths come from :data:`mochaos.binaries.download.PLANS`, so the mirror follows
     the downloader's layout; the checksum formats are each project's (see Sources).
     """
 
@@ -69,7 +69,7 @@ def lay_out_mirror(root: Path, sources: download.Sources, arch: str) -> int:
         path.write_bytes(data)
 
     served = 0
-    for c in build.COMPONENTS:
+    for c in control_plane.COMPONENTS:
         if c.name not in download.PLANS:
             continue
         plan = download.PLANS[c.name](c, arch, sources)
@@ -169,7 +169,7 @@ def first_run(*, rate_mb: float, name: str, nodes: int, tmp_dir: Path | None) ->
             with _environment(env):
                 provider = LocalProvider(name=name, nodes=nodes)
                 t0 = time.monotonic()
-                build.build(progress=progress)
+                control_plane.build(progress=progress)
                 t1 = time.monotonic()
                 try:
                     provider.up()
@@ -178,7 +178,7 @@ def first_run(*, rate_mb: float, name: str, nodes: int, tmp_dir: Path | None) ->
                         raise InfraError(f"cluster {name} not healthy right after up()")
                 finally:
                     provider.down()
-                recipes = {c.name: c.obtained_by() for c in build.COMPONENTS}
+                recipes = {c.name: c.obtained_by() for c in control_plane.COMPONENTS}
         if any(r != download.RECIPE for n, r in recipes.items() if n in download.PLANS):
             raise InfraError(f"not every component was downloaded: {recipes}")
     finally:
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rates = _rates(args.rates)
     if args.name == DEFAULT_NAME:
         raise UsageError(f"--name {DEFAULT_NAME} is the shared cluster", hint="use a private name")
-    if not all(c.is_built() for c in build.COMPONENTS if c.name in download.PLANS):
+    if not all(c.is_built() for c in control_plane.COMPONENTS if c.name in download.PLANS):
         raise UsageError(
             "the mirror serves already-built binaries: none cached",
             hint="run `python -m mochaos cluster build` first",

@@ -26,7 +26,6 @@ import figures
 from kubernetes import client
 
 from mochaos.cleanup import delete_namespace
-from mochaos.cluster import build
 from mochaos.cluster.local import LocalProvider
 from mochaos.doubles import DoubleContext
 from mochaos.doubles.matrixone import SPEC, crds
@@ -156,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     cluster = LocalProvider().up()
-    binary = build.matrixone_double()
+    binary = module.binary()
     kube = new_api_client(cluster.kubeconfig, user_agent="mochaos/bench")
     crds.ensure(kube)
     result: dict[str, Any] = {

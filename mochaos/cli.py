@@ -137,10 +137,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from mochaos.cluster import build, local
+    from mochaos.binaries import control_plane
+    from mochaos.cluster import local
 
     if args.action == "build":
-        build.build(force=args.force)
+        control_plane.build(force=args.force)
         return 0
     provider = local.LocalProvider(name=args.name)
     if args.action == "up":

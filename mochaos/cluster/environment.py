@@ -31,12 +31,13 @@ def parts(env: Environment) -> tuple[DoubleSpec, ...]:
 def build(env: Environment) -> None:
     """Put what ``env`` runs into the binary cache (each under its own build lock, so that a
     cold build does not hold the cluster's lock for minutes)."""
-    from mochaos.cluster import build as binaries
+    from mochaos.doubles.matrixone import build as matrixone_build
+    from mochaos.kruise import build as kruise_build
 
     if env.kruise:
-        binaries.kruise_manager(env.kruise)
+        kruise_build.kruise_manager(env.kruise)
     if env.matrixone:
-        binaries.matrixone_double()
+        matrixone_build.binary()
 
 
 def merged(current: Environment, wanted: Environment) -> Environment:

@@ -26,7 +26,6 @@ from mochaos.cluster.host_facts import HostFacts, Workaround, fail_cgroup_v1
 from mochaos.cluster.kind_config import (
     AUDIT_LOG_NAME,
     AUDIT_POLICY,
-    KIND_VERSION,
     NODE_IMAGE,
     NODE_LOG_DIR,
     PortMapping,
@@ -36,6 +35,7 @@ from mochaos.cluster.kind_config import (
 from mochaos.cluster.kind_images import load_image
 from mochaos.errors import InfraError, UsageError
 from mochaos.images import node_image as offline
+from mochaos.images.go_tools import KIND_VERSION
 from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
 from mochaos.tooling.docker_cli import DockerCli

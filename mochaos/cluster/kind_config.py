@@ -1,4 +1,5 @@
-"""The kind Cluster config mo-chaos generates, and the kind release and node image it pins.
+"""The kind Cluster config mo-chaos generates, and the node image it pins (for the kind
+release :data:`mochaos.images.go_tools.KIND_VERSION`).
 
 One control-plane node (optionally workers) running the pinned node image, with
 the apiserver audit log turned on: the audit policy and the log directory are
@@ -20,16 +21,6 @@ import yaml
 from mochaos.errors import UsageError
 from mochaos.tooling.apply import MANIFESTS
 
-KIND_VERSION = "v0.33.0"
-"""The kind release we pin (2026-08-26; served by the Go module proxy as sigs.k8s.io/kind).
-
-The features we use set the floor: kubeadm config patches and extraMounts are
-old, but a patch only applies when its apiVersion matches the config kind
-generates, and kind generates kubeadm v1beta4 for Kubernetes >= 1.36 only
-from v0.32.0 on (pkg/cluster/internal/kubeadm/config.go); the node image below
-is one published with v0.33.0, and node images are supported only with the
-kind release they were built for.
-"""
 NODE_IMAGE = (
     "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed"
 )

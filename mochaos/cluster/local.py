@@ -32,9 +32,10 @@ from typing import Any
 import yaml
 from filelock import FileLock
 
+from mochaos.binaries import control_plane
+from mochaos.binaries.kwok_stages import DEFAULTS_FILE, storage_class
 from mochaos.cluster import (
     attached,
-    build,
     doubles_host,
     environment,
     events,
@@ -193,8 +194,8 @@ class LocalProvider:
         from kubernetes.client import CoreV1Api  # noqa: F401
 
         with self._lock():
-            if not build.all_built():
-                build.build()
+            if not control_plane.all_built():
+                control_plane.build()
             if self.cluster_dir.exists():
                 problem = self._recover()
                 if problem is None:
@@ -496,7 +497,7 @@ class LocalProvider:
     # -- internals ---------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        paths = build.binary_paths()
+        paths = control_plane.binary_paths()
         bin_dirs = [str(paths["kubectl"].parent), str(paths["kwokctl"].parent)]
         env = dict(os.environ)
         env["PATH"] = os.pathsep.join([*bin_dirs, env.get("PATH", "")])
@@ -505,11 +506,11 @@ class LocalProvider:
         return env
 
     def _config_file(self) -> Path:
-        paths = build.binary_paths()
+        paths = control_plane.binary_paths()
         options: dict[str, Any] = {
             "runtime": "binary",
             "bindAddress": "127.0.0.1",
-            "kubeVersion": build.KUBERNETES_VERSION,
+            "kubeVersion": control_plane.KUBERNETES_VERSION,
             "etcdBinary": str(paths["etcd"]),
             "kubeApiserverBinary": str(paths["kube-apiserver"]),
             "kubeControllerManagerBinary": str(paths["kube-controller-manager"]),
@@ -537,7 +538,7 @@ class LocalProvider:
         return path
 
     def _kwokctl(self, *args: str, timeout: float, config: Path | None = None) -> str:
-        kwokctl = str(build.binary_paths()["kwokctl"])
+        kwokctl = str(control_plane.binary_paths()["kwokctl"])
         cmd = [kwokctl, *(["-c", str(config)] if config else []), *args]
         log = self.workdir / f"{self.cluster_name}.kwokctl.log"
         try:
@@ -615,7 +616,7 @@ class LocalProvider:
         it on creation, and kwok's volume Stages provision and bind them."""
         from kubernetes import client, config
 
-        body = kwok_stages.storage_class(_default_stages())
+        body = storage_class(_default_stages())
         api = config.new_client_from_config(config_file=str(self.kubeconfig_path()))
         try:
             client.StorageV1Api(api).patch_storage_class(
@@ -633,7 +634,7 @@ class LocalProvider:
             self.supervision, [s.name for s in self.supervision.table() if s.name not in COMPONENTS]
         )
         before = self.pids()
-        if self.cluster_dir.exists() and build.binary_paths()["kwokctl"].exists():
+        if self.cluster_dir.exists() and control_plane.binary_paths()["kwokctl"].exists():
             try:
                 self._kwokctl("delete", "cluster", "--name", self.cluster_name, timeout=60)
             except InfraError as err:
@@ -690,7 +691,7 @@ class LocalProvider:
             name=self.cluster_name,
             provider=self.name,
             kubeconfig=self.kubeconfig_path(),
-            version=build.KUBERNETES_VERSION,
+            version=control_plane.KUBERNETES_VERSION,
             audit_log=self.cluster_dir / "logs" / "audit.log",
             state_dir=self.cluster_dir,
             events_log=self.events_log(),
@@ -698,7 +699,7 @@ class LocalProvider:
 
 
 def _default_stages() -> Path:
-    return build.component("kwok-stages").path(kwok_stages.DEFAULTS_FILE)
+    return control_plane.component("kwok-stages").path(DEFAULTS_FILE)
 
 
 def _stages_digest() -> str:

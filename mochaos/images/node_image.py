@@ -26,11 +26,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from mochaos.cluster import build
-from mochaos.cluster.kind_config import KIND_VERSION
+from mochaos.binaries import control_plane
 from mochaos.errors import BuildError
 from mochaos.images import go_tools, preloaded, rootfs
 from mochaos.images.archive import DEFAULT_PATH, ImageConfig, Layer, tar_directory, write_archive
+from mochaos.images.go_tools import KIND_VERSION
 from mochaos.images.gomodule import GoToolchain, module_source
 from mochaos.images.preloaded import HELPER_REPOSITORY, PROVISIONER_REPOSITORY, ImageBuilder
 from mochaos.images.recipe import Steps, elapsed
@@ -153,7 +153,7 @@ def _go_version() -> str:
 def recipe_key(kind_files: Path) -> str:
     """Digest of everything the image is made from: recipe, versions, Go, our sources."""
     digest = hashlib.sha256()
-    parts = (RECIPE, SUITE, ",".join(PACKAGES), KIND_VERSION, build.KUBERNETES_VERSION,
+    parts = (RECIPE, SUITE, ",".join(PACKAGES), KIND_VERSION, control_plane.KUBERNETES_VERSION,
              CRICTL_VERSION, LOCAL_PATH_VERSION, _go_version(), rootfs.mirror())  # fmt: skip
     digest.update("\0".join(parts).encode())
     _digest_tree(digest, kind_files)
@@ -164,7 +164,7 @@ def recipe_key(kind_files: Path) -> str:
 
 def image_ref(key: str) -> str:
     """The node image's reference for a recipe key (the tag kind parses the version from)."""
-    return f"{REPOSITORY}:{build.KUBERNETES_VERSION}-{key}"
+    return f"{REPOSITORY}:{control_plane.KUBERNETES_VERSION}-{key}"
 
 
 @dataclass(frozen=True)
@@ -265,7 +265,7 @@ class NodeImageBuild:
         """Every Go program of the node, and the images kubeadm asks for."""
         binaries = go_tools.obtain(
             [
-                build.component("kubernetes"),
+                control_plane.component("kubernetes"),
                 go_tools.node_binaries(),
                 go_tools.program("crictl", CRICTL_VERSION),
                 go_tools.program("local-path-provisioner", LOCAL_PATH_VERSION),
@@ -274,7 +274,7 @@ class NodeImageBuild:
         )
         listing = subprocess.run(
             [str(binaries["kubeadm"]), "config", "images", "list", "--kubernetes-version",
-             build.KUBERNETES_VERSION], capture_output=True, text=True,
+             control_plane.KUBERNETES_VERSION], capture_output=True, text=True,
         )  # fmt: skip
         if listing.returncode != 0:
             raise BuildError(f"kubeadm config images list failed: {listing.stderr.strip()[:200]}")
@@ -339,7 +339,7 @@ class NodeImageBuild:
         cni = root / "etc/cni/net.d/10-mochaos.conflist"
         cni.parent.mkdir(parents=True, exist_ok=True)
         cni.write_text(json.dumps(CNI_CONFIG, indent=2))
-        (root / "kind/version").write_text(build.KUBERNETES_VERSION)
+        (root / "kind/version").write_text(control_plane.KUBERNETES_VERSION)
         manifests = root / "kind/manifests"
         manifests.mkdir(parents=True, exist_ok=True)
         (manifests / "default-cni.yaml").write_text(CNI_NOTE)
@@ -491,7 +491,7 @@ def _listed(ref: str, listing: str) -> bool:
 
 
 def _kubernetes_source() -> Path:
-    return _module_dir("k8s.io/kubernetes", build.KUBERNETES_VERSION)
+    return _module_dir("k8s.io/kubernetes", control_plane.KUBERNETES_VERSION)
 
 
 def node_image(

@@ -77,8 +77,8 @@ def manager_image(
 
 def kruise_image(version: str, *, docker: DockerCli, progress: Progress) -> str:
     """``openkruise/kruise-manager:<version>``: the binary the local cluster runs, from
-    the same recipe (:func:`mochaos.cluster.build.kruise_manager`)."""
-    from mochaos.cluster.build import kruise_manager
+    the same recipe (:func:`mochaos.kruise.build.kruise_manager`)."""
+    from mochaos.kruise.build import kruise_manager
 
     binary = kruise_manager(version, progress=progress)
     if not binary.is_file():

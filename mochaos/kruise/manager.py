@@ -3,7 +3,7 @@
 :func:`spec` is its :class:`~mochaos.doubles.DoubleSpec` (the local cluster runs every
 process beside the control plane through one host, :mod:`mochaos.cluster.doubles_host`;
 this one is the real OpenKruise, not a double). ``prepare`` builds the manager
-(:func:`mochaos.cluster.build.kruise_manager`), picks this cluster's two ports once
+(:func:`mochaos.kruise.build.kruise_manager`), picks this cluster's two ports once
 (kept in the state folder, so a restart serves the same address), installs all of kruise's
 CRDs under mo-chaos's ownership rules (:mod:`mochaos.crds`, owner ``kruise``) and
 creates its two webhook configurations from the module (kruise-manager finds them by name,
@@ -26,7 +26,7 @@ from typing import Any
 from mochaos import crds
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError
-from mochaos.kruise import module
+from mochaos.kruise import build, module
 
 NAME = "kruise"
 NAMESPACE = "kruise-system"
@@ -65,9 +65,7 @@ def spec(version: str) -> DoubleSpec:
 
 
 def _binary(version: str) -> Path:
-    from mochaos.cluster import build
-
-    return build.kruise_component(version).path(module.BINARY)
+    return build.component(version).path(module.BINARY)
 
 
 def ports(ctx: DoubleContext) -> dict[str, int]:
@@ -120,15 +118,13 @@ def health(ctx: DoubleContext) -> str | None:
 
 def prepare(ctx: DoubleContext, version: str) -> None:
     """Build the manager, pick the ports, install the CRDs and webhook configurations."""
-    from mochaos.cluster import build
-
     build.kruise_manager(version)
     (ctx.state_dir / CERTS).mkdir(parents=True, exist_ok=True)
     if not (ctx.state_dir / PORTS_FILE).is_file():
         (ctx.state_dir / PORTS_FILE).write_text(
             json.dumps({"webhook": _free_port(), "health": _free_port()})
         )
-    folder = build.kruise_component(version).directory
+    folder = build.component(version).directory
     install_crds(ctx, version, module.read_manifests(folder / module.CRDS_FILE))
     ensure_webhook_configurations(
         ctx, version, module.read_manifests(folder / module.WEBHOOKS_FILE)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster import build, doubles_host, environment, events
+from mochaos.binaries import control_plane
+from mochaos.cluster import doubles_host, environment, events
 from mochaos.cluster.local import COMPONENTS, LocalProvider
 from mochaos.kruise import manager, module
 from mochaos.operator import parse_target
@@ -58,7 +59,7 @@ def test_the_record_round_trips_and_orders_the_parts(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[LocalProvider]:
-    if not build.all_built():
+    if not control_plane.all_built():
         pytest.skip("local binaries not built")
     p = LocalProvider(name=f"mc-env-{secrets.token_hex(3)}")
     try:

@@ -15,7 +15,9 @@ import pytest
 import yaml
 from kubernetes import client
 
-from mochaos.cluster import build, kwok_stages
+from mochaos.binaries import control_plane
+from mochaos.binaries import kwok_stages as module_stages
+from mochaos.cluster import kwok_stages
 
 from polling import wait_until
 
@@ -25,14 +27,14 @@ GATE = "example.mochaos.io/gate"
 
 def test_defaults_are_kwoks_five_in_kwokctls_order(tmp_path: Path):
     module = tmp_path / "kwok"
-    for rel in (*kwok_stages.DEFAULT_STAGES, *kwok_stages.VOLUME_STAGES):
+    for rel in (*module_stages.DEFAULT_STAGES, *module_stages.VOLUME_STAGES):
         path = module / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump({"kind": "Stage", "metadata": {"name": path.stem}}))
     sc = {"kind": "StorageClass", "metadata": {"name": "kwok-volume"}}
-    (module / kwok_stages.STORAGE_CLASS).write_text(yaml.safe_dump(sc))
+    (module / module_stages.STORAGE_CLASS).write_text(yaml.safe_dump(sc))
     out = tmp_path / "defaults.yaml"
-    kwok_stages.write_defaults(module, out)
+    module_stages.write_defaults(module, out)
     names = [d["metadata"]["name"] for d in kwok_stages.documents(out)]
     assert names == [
         "node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete",
@@ -40,22 +42,22 @@ def test_defaults_are_kwoks_five_in_kwokctls_order(tmp_path: Path):
         "kubelet-ready-false-on-gates", "kubelet-ready-true-on-gates",
         "kubelet-container-image-follows-spec",
     ]  # fmt: skip
-    assert kwok_stages.storage_class(out) == sc
+    assert module_stages.storage_class(out) == sc
 
 
 def test_a_file_that_is_not_a_stage_is_refused(tmp_path: Path):
-    for rel in (*kwok_stages.DEFAULT_STAGES, *kwok_stages.VOLUME_STAGES):
+    for rel in (*module_stages.DEFAULT_STAGES, *module_stages.VOLUME_STAGES):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("kind: ConfigMap\n")
     with pytest.raises(ValueError, match="is not a kwok Stage"):
-        kwok_stages.write_defaults(tmp_path, tmp_path / "out.yaml")
+        module_stages.write_defaults(tmp_path, tmp_path / "out.yaml")
 
 
 def test_the_built_defaults_are_the_modules_stages():
-    c = build.component("kwok-stages")
+    c = control_plane.component("kwok-stages")
     if not c.is_built():
         pytest.skip("kwok's Stages not read yet (python -m mochaos cluster build)")
-    docs = list(yaml.safe_load_all(c.path(kwok_stages.DEFAULTS_FILE).read_text()))
+    docs = list(yaml.safe_load_all(c.path(module_stages.DEFAULTS_FILE).read_text()))
     assert [d["metadata"]["name"] for d in docs][:3] == [
         "node-initialize", "node-heartbeat-with-lease", "pod-ready",
     ]  # fmt: skip

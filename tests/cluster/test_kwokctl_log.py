@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.cluster import build
+from mochaos.binaries import control_plane
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError
 
@@ -17,8 +17,8 @@ def test_a_timed_out_kwokctl_leaves_its_output_in_the_log(tmp_path, monkeypatch)
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\necho 'Cluster is starting'\nexec sleep 30\n")
     fake.chmod(0o755)
-    paths = dict(build.binary_paths(), kwokctl=fake)
-    monkeypatch.setattr(build, "binary_paths", lambda: paths)
+    paths = dict(control_plane.binary_paths(), kwokctl=fake)
+    monkeypatch.setattr(control_plane, "binary_paths", lambda: paths)
     provider = LocalProvider(name="mc-kwokctl-log")
     provider.workdir.mkdir(parents=True)
 

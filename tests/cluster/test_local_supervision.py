@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster import build, events
+from mochaos.binaries import control_plane
+from mochaos.cluster import events
 from mochaos.cluster.leases import HELD_BY, KWOK_CONTROLLER
 from mochaos.cluster.local import COMPONENTS, LocalProvider
 from mochaos.cluster.processes import ProcessSpec, spawn, write_pid
@@ -34,7 +35,7 @@ from mochaos.procs import cmdline
 
 from polling import wait_until
 
-pytestmark = pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
+pytestmark = pytest.mark.skipif(not control_plane.all_built(), reason="local binaries not built")
 
 FAKE = """
 import os, sys, time

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.cluster import build
-from mochaos.kruise import module
+from mochaos.kruise import build, module
 from mochaos.kruise.pin import pinned_version
 
 KRUISE_GOMOD = """module github.com/openkruise/kruise
@@ -103,7 +102,7 @@ def test_a_module_without_crds_is_refused(tmp_path: Path):
 
 
 def test_the_built_manifests_are_the_modules():
-    c = build.kruise_component()
+    c = build.component()
     if not c.is_built():
         pytest.skip("kruise-manager not built yet (a real target or tests/kruise builds it)")
     crds = module.read_manifests(c.path(module.CRDS_FILE))

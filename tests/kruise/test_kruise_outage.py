@@ -17,7 +17,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from test_kruise_manager import GROUP, PLURAL, VERSION, cloneset
 
-from mochaos.cluster import build
+from mochaos.binaries import control_plane
 from mochaos.cluster.local import LocalProvider
 from mochaos.kruise import module
 from mochaos.kube import new_api_client
@@ -28,7 +28,7 @@ NAMESPACE = "mc-kruise-outage"
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[LocalProvider]:
-    if not build.all_built():
+    if not control_plane.all_built():
         pytest.skip("local binaries not built")
     p = LocalProvider(name=f"mc-safety-{secrets.token_hex(3)}")
     try:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from mochaos.cluster import build
+from mochaos.binaries import control_plane
 from mochaos.cluster.local import LocalProvider
 from mochaos.paths import state_dir
 from mochaos.report.junit import JUnitCase, read_junit
@@ -29,7 +29,9 @@ TIME_SCALE = "0.2"
 SHORT_SCENARIO = "test_pod_lost_while_bound"
 """The shortest suite scenario (pool, one claim, one pod deletion): ~25 s at --time-scale 0.2."""
 
-needs_binaries = pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
+needs_binaries = pytest.mark.skipif(
+    not control_plane.all_built(), reason="local binaries not built"
+)
 
 
 def child_env(**extra: str) -> dict[str, str]:

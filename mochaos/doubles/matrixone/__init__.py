@@ -1,6 +1,6 @@
 """The MatrixOne double: MatrixOne's control plane as the operator reaches it over morpc.
 
-One Go process per local cluster (``go/``, built by ``python -m mochaos cluster build``)
+One Go process per local cluster (``go/``, built by :func:`.build.binary` when a target needs it)
 runs, for every namespace with a LogSet, a real MatrixOne HAKeeper on its own loopback
 address, a CN store per Running CN pod and a TN store per Running DN pod, the TN's lock
 service and each CN's query service. See README.md in this folder. :data:`SPEC` is its
@@ -28,9 +28,9 @@ def address_pool(cluster_name: str) -> str:
 
 def command(ctx: DoubleContext) -> list[str]:
     """The argv of the double for ``ctx`` (foreground; SIGTERM stops it cleanly)."""
-    from mochaos.cluster import build
+    from mochaos.doubles.matrixone import build
 
-    binary = build.matrixone_double_component().path("matrixone-double")
+    binary = build.component().path(build.BINARY)
     return [
         str(binary),
         "--kubeconfig",
@@ -55,9 +55,9 @@ def health(ctx: DoubleContext) -> str | None:
 
 def prepare(ctx: DoubleContext) -> None:
     """Build the double's binary (cached; seconds when warm, about 2 min cold)."""
-    from mochaos.cluster import build
+    from mochaos.doubles.matrixone import build
 
-    build.matrixone_double()
+    build.binary()
 
 
 SPEC = DoubleSpec(

@@ -4,7 +4,7 @@ The module (``go/`` next to this file, shipped as package data) pins the MatrixO
 version the operator's main branch pins. For that version it builds from its own
 go.mod/go.sum; for another it is rewritten to require that version with the replace
 lines of that version's own go.mod (MatrixOne's forks of goetty, dragonboat, …), then
-tidied. ``mochaos.cluster.build`` runs the steps and caches the binary.
+tidied. :func:`binary` runs the steps through :mod:`mochaos.binaries` and caches the binary.
 """
 
 from __future__ import annotations
@@ -15,6 +15,17 @@ import re
 import shutil
 from pathlib import Path
 
+from mochaos.binaries.component import Component
+from mochaos.binaries.go import (
+    Progress,
+    Runner,
+    fresh_dir,
+    go,
+    go_build,
+    module_gomod,
+    stderr_progress,
+)
+from mochaos.binaries.obtain import obtain
 from mochaos.tooling.gomod import replace_lines
 
 GO_MODULE = Path(__file__).with_name("go")
@@ -76,3 +87,31 @@ def prepare_module(work: Path, version: str, mo_gomod: str | None) -> list[list[
     (work / "go.mod").write_text("\n".join(lines) + "\n")
     (work / "go.sum").unlink(missing_ok=True)
     return [["mod", "tidy"]]
+
+
+def component(version: str | None = None) -> Component:
+    """The double built against MatrixOne ``version`` (default: the pinned one)."""
+    return Component("matrixone-double", version or pinned_version(), (BINARY,), recipe())
+
+
+def binary(version: str | None = None, *, progress: Progress = stderr_progress) -> Path:
+    """The double's binary for MatrixOne ``version`` (default: the pinned one), built on
+    first use (seconds when warm, about 2 min cold)."""
+    c = component(version)
+    obtain([c], recipes={c.name: _build}, progress=progress)
+    return c.path(BINARY)
+
+
+def _build(c: Component, runner: Runner) -> None:
+    work = fresh_dir(c.work_dir)
+    module = f"{MO_MODULE}@{c.version}"
+    mo_gomod = None
+    if c.version != pinned_version():
+        mo_gomod = module_gomod(runner, module, work)
+    for args in prepare_module(work, c.version, mo_gomod):
+        runner.progress(f"  resolving {module}")
+        runner.run([go(), *args], cwd=work, label="go mod", module=module, env=build_env())
+    go_build(
+        runner, c.path(BINARY), ".", cwd=work, module=module,
+        what=f"(MatrixOne {c.version})", env=build_env(),
+    )  # fmt: skip

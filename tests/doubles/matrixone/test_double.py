@@ -9,8 +9,7 @@ import subprocess
 import pytest
 from kubernetes import client
 
-from mochaos.cluster import build
-from mochaos.doubles.matrixone import SPEC, files
+from mochaos.doubles.matrixone import SPEC, build, files
 from mochaos.errors import UsageError
 
 from ..waiting import wait_for
@@ -56,7 +55,7 @@ def running(mo, namespace: str) -> bool:
 
 def probe(*args: str) -> dict:
     """`matrixone-double probe …`: the operator's own clients against an address."""
-    binary = build.matrixone_double_component().path("matrixone-double")
+    binary = build.component().path(build.BINARY)
     out = subprocess.run(
         [str(binary), "probe", *args], capture_output=True, text=True, timeout=60, check=False
     )

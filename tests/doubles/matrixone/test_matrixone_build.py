@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster import build as cluster_build
 from mochaos.doubles.matrixone import build
 from mochaos.tooling.gomod import replace_lines
 
@@ -75,7 +74,7 @@ def test_recipe_changes_with_the_sources(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_the_double_component_is_the_pinned_build() -> None:
-    c = cluster_build.matrixone_double_component()
+    c = build.component()
     assert (c.version, c.binaries) == (build.pinned_version(), (build.BINARY,))
     assert c.directory.name == f"matrixone-double-{build.pinned_version()}"
 

@@ -1,6 +1,6 @@
 """Official release binaries for the local cluster, checked against their published SHA-256.
 
-:func:`obtain` runs before the Go build of :mod:`mochaos.cluster.build`: ``MOCHAOS_BINARIES``
+:func:`obtain` runs before the Go build of :mod:`mochaos.binaries.obtain`: ``MOCHAOS_BINARIES``
 chooses ``auto`` (download, build what cannot be had), ``download`` or ``build``. Base URLs
 can point at a mirror (:class:`Sources`); nothing is made executable before its digest matches.
 """
@@ -71,7 +71,7 @@ class ChecksumMismatch(BuildError):
 
 
 class Target(Protocol):
-    """What :func:`obtain` needs of a component (``mochaos.cluster.build.Component``)."""
+    """What :func:`obtain` needs of a component (:class:`mochaos.binaries.component.Component`)."""
 
     @property
     def name(self) -> str: ...

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster import build, download
-from mochaos.cluster.download import (
+from mochaos.binaries import control_plane, download
+from mochaos.binaries.component import Component
+from mochaos.binaries.download import (
     ChecksumMismatch,
     Fetcher,
     Sources,
@@ -27,11 +28,12 @@ from mochaos.cluster.download import (
     obtain,
 )
 from mochaos.errors import EXIT_INFRA, UsageError
+from mochaos.paths import cache_dir
 
 ARCH = download.release_arch()
-K8S = build.component("kubernetes")
-ETCD = build.component("etcd")
-KWOK = build.component("kwok")
+K8S = control_plane.component("kubernetes")
+ETCD = control_plane.component("etcd")
+KWOK = control_plane.component("kwok")
 
 STALL = object()
 """A route that accepts the request and never answers (until the server stops)."""
@@ -186,7 +188,7 @@ class Recorder:
 
 def fetch(
     srv: Server,
-    targets: list[build.Component],
+    targets: list[Component],
     *,
     mode: str | None = "download",
     builder: Recorder | None = None,
@@ -414,7 +416,7 @@ def test_build_mode_never_downloads(server: Server) -> None:
 
 def test_components_without_releases_are_built(server: Server) -> None:
     serve_kubernetes(server)
-    double = build.Component("some-double", "v0.0.1", ("double",), "install-v1")
+    double = Component("some-double", "v0.0.1", ("double",), "install-v1")
     recorder = Recorder()
     fetch(server, [K8S, double], builder=recorder)
     assert recorder.calls == [["some-double"]] and K8S.is_built()
@@ -438,7 +440,7 @@ def test_a_bad_mode_is_a_usage_error_before_anything_happens(
 ) -> None:
     monkeypatch.setenv(download.MODE_ENV, "sometimes")
     with pytest.raises(UsageError) as err:
-        build.build(progress=lambda _: None)
+        control_plane.build(progress=lambda _: None)
     assert "\n" not in str(err.value)
     assert str(err.value).startswith("MOCHAOS_BINARIES='sometimes' is not one of auto, download")
     assert not (Path(os.environ["MOCHAOS_CACHE"]) / "bin").exists()
@@ -475,21 +477,23 @@ def test_build_downloads_in_download_mode_from_mirror_env(
     for key, env in Sources.ENV.items():
         monkeypatch.setenv(env, getattr(src, key))
     monkeypatch.setenv(download.MODE_ENV, "download")
-    for c in build.COMPONENTS:
+    for c in control_plane.COMPONENTS:
         if c.name not in download.PLANS:  # a component added later: treat it as cached
             c.directory.mkdir(parents=True)
             for b in (*c.binaries, *c.files):
                 c.path(b).write_bytes(b"")
             c.stamp.write_text(f"{download.fingerprint(c)} {download.RECIPE}\n")
     lines: list[str] = []
-    paths = build.build(progress=lines.append)
+    paths = control_plane.build(progress=lines.append)
     assert all(p.is_file() for p in paths.values())
-    assert [c.obtained_by() for c in build.COMPONENTS] == [download.RECIPE] * len(build.COMPONENTS)
+    assert [c.obtained_by() for c in control_plane.COMPONENTS] == [download.RECIPE] * len(
+        control_plane.COMPONENTS
+    )
     lines.clear()
-    build.build(progress=lines.append)
+    control_plane.build(progress=lines.append)
     assert lines == [
-        f"mo-chaos: binaries cached in {build.cache_dir() / 'bin'} ("
-        + ", ".join(f"{c.name} {c.version} {download.RECIPE}" for c in build.COMPONENTS)
+        f"mo-chaos: binaries cached in {cache_dir() / 'bin'} ("
+        + ", ".join(f"{c.name} {c.version} {download.RECIPE}" for c in control_plane.COMPONENTS)
         + ")"
     ]
 
