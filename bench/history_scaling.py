@@ -22,9 +22,10 @@ from pathlib import Path
 
 import figures
 
+from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
 from mochaos.invariants import ALL, IncrementalChecker, evaluate
-from mochaos.types import CheckOptions, History
+from mochaos.observe.history import History
 
 sys.path.insert(0, str(figures.REPO / "tests"))
 from invariants.synthetic import synthetic

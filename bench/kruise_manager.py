@@ -28,12 +28,12 @@ import figures
 from kubernetes import client
 
 from mochaos.cluster import doubles_host, environment, events
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import manager, module
 from mochaos.kube import new_api_client
 from mochaos.procs import cpu_seconds
-from mochaos.types import Environment
 
 CHILD_BUILD = """
 import json, resource, sys, time

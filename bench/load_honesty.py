@@ -32,7 +32,7 @@ from pathlib import Path
 import figures
 
 from mochaos.cluster.local import LocalProvider
-from mochaos.types import History
+from mochaos.observe.history import History
 
 ROOT = Path(__file__).resolve().parents[1]
 BURN = "while True: pass"

@@ -27,6 +27,7 @@ from kubernetes import client
 
 from mochaos.cleanup import delete_namespace
 from mochaos.cluster.local import LocalProvider
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.doubles import DoubleContext
 from mochaos.doubles.matrixone import SPEC, crds
 from mochaos.doubles.matrixone import build as module
@@ -34,7 +35,6 @@ from mochaos.doubles.matrixone.client import ControlClient
 from mochaos.errors import InfraError
 from mochaos.kube import new_api_client
 from mochaos.procs import cpu_seconds
-from mochaos.types import RUN_ID_LABEL
 
 GROUP, VERSION = "core.matrixorigin.io", "v1alpha1"
 

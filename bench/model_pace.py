@@ -26,7 +26,7 @@ import figures
 import phases
 
 from mochaos.errors import UsageError
-from mochaos.types import History
+from mochaos.observe.history import History
 
 KEYWORD = "scalein_during_migration and not race and (not sweep or completed)"
 TOLERANCE = 0.25

@@ -11,17 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mochaos.ctrl.objects import labels_of
-from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
-from mochaos.types import (
+from mochaos.ctrl.objects import (
     CLAIMSET_LABEL,
     DELETION_COST_ANNOTATION,
     PHASE_LABEL,
     POOL_NAME_LABEL,
-    ActionRecord,
-    Change,
-    History,
+    labels_of,
 )
+from mochaos.observe.history import ActionRecord, Change, History
+from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
 
 Samples = list[float]
 

@@ -26,7 +26,7 @@ from typing import Any
 import figures
 
 from mochaos.errors import UsageError
-from mochaos.types import ActionRecord, History
+from mochaos.observe.history import ActionRecord, History
 
 SUITE = "suites/test_scalein_during_migration.py"
 CASES = (

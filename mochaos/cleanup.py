@@ -12,9 +12,9 @@ from __future__ import annotations
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import UsageError
 from mochaos.kube import GROUP, PLURALS, VERSION
-from mochaos.types import RUN_ID_LABEL
 
 
 def delete_namespace(api: client.ApiClient, namespace: str) -> None:

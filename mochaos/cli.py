@@ -318,8 +318,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     from mochaos.report.merge import exit_status, merge
+    from mochaos.report.result import ScenarioResult
     from mochaos.report.summary import read_results, terminal_line
-    from mochaos.types import ScenarioResult
 
     summary = merge(list(args.reports), args.out)
     for data in read_results(args.out):

@@ -9,12 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes import client, config
 
+from mochaos.ctrl.objects import GROUP, VERSION
 from mochaos.errors import InfraError, UsageError
-from mochaos.types import GROUP, VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A reachable Kubernetes cluster, as a provider handed it out."""
+
+    name: str
+    provider: str
+    kubeconfig: Path
+    version: str
+    context: str | None = None
+    audit_log: Path | None = None
+    state_dir: Path | None = None
+    """Where the provider keeps this cluster's state (local clusters: its doubles too)."""
+    events_log: Path | None = None
+    """JSON lines, one per restart of one of the cluster's processes (local clusters: the
+    supervisor's, see mochaos.cluster.events); the recorder follows it."""
+
 
 PLURALS = {"CNClaim": "cnclaims", "CNClaimSet": "cnclaimsets", "CNPool": "cnpools"}
 

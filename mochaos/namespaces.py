@@ -27,9 +27,9 @@ from tenacity import (
 )
 from urllib3.exceptions import HTTPError
 
+from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
 from mochaos.errors import InfraError, UsageError
 from mochaos.progress import LOGGER
-from mochaos.types import GROUP, RUN_ID_LABEL, VERSION
 
 FINALIZED_KINDS: tuple[tuple[str, str, str], ...] = (
     # (group, version, plural) of every namespaced kind the operator or its dependencies

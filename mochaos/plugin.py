@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 
 from mochaos import namespaces, progress, runstate
+from mochaos.cluster import ClusterProvider
 from mochaos.config import RUN_CONFIG_KEY, SETTINGS, RunConfig, resolve, run_config
 from mochaos.errors import Inconclusive, MochaosError, UsageError
-from mochaos.kube import check_reachable, new_api_client
-from mochaos.types import Cluster, ClusterProvider, OperatorTarget, RunningOperator
+from mochaos.kube import Cluster, check_reachable, new_api_client
+from mochaos.operator.target import OperatorTarget, RunningOperator
 
 SINK_KEY = pytest.StashKey[progress.Sink]()
 FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
@@ -407,8 +408,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
+    from mochaos.report.result import ScenarioResult
     from mochaos.report.summary import read_results, terminal_line
-    from mochaos.types import ScenarioResult
 
     results = read_results(cfg.run_dir)
     if not results:

@@ -1,6 +1,7 @@
 """Cluster providers: ``local`` (embedded control plane), ``kind``, ``existing``.
 
-Each provider turns options into a running :class:`mochaos.types.Cluster`;
+Each provider (:class:`ClusterProvider`) turns options into a running
+:class:`mochaos.kube.Cluster`;
 nothing here knows about claims.
 """
 
@@ -8,11 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from mochaos.errors import UsageError
-from mochaos.types import ClusterProvider
+from mochaos.kube import Cluster
 
 PROVIDERS = ("local", "kind", "existing")
+
+
+class ClusterProvider(Protocol):
+    """Starts, reuses and removes clusters of one kind (local, kind, existing)."""
+
+    name: str
+
+    def up(self) -> Cluster:
+        """Start the cluster, or reuse a healthy one of the same name."""
+        ...
+
+    def down(self) -> None:
+        """Stop the cluster and remove what ``up`` created."""
+        ...
+
+    def load_image(self, ref: str) -> None:
+        """Make a container image available to the cluster's nodes."""
+        ...
+
+    def audit_log(self) -> Path | None:
+        """Path of the apiserver audit log, where the provider has one."""
+        ...
 
 
 def make_provider(

@@ -1,6 +1,6 @@
 """What operator targets need beside the control plane, as processes of the local cluster.
 
-A target declares an :class:`~mochaos.types.Environment`; the local provider runs what it
+A target declares an :class:`Environment`; the local provider runs what it
 names (:meth:`~mochaos.cluster.local.LocalProvider.provide`) and remembers it in the
 cluster's folder, so that a kept cluster brings the same processes back. A cluster started
 for the reference model runs neither, and nothing is built for it.
@@ -9,10 +9,28 @@ for the reference model runs neither, and nothing is built for it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from mochaos.doubles import DoubleSpec
-from mochaos.types import Cluster, Environment
+from mochaos.kube import Cluster
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What an operator target needs on the local cluster besides the control plane."""
+
+    kruise: str | None = None
+    """The OpenKruise version whose kruise-manager must run (None: no workload controller)."""
+    matrixone: bool = False
+    """Whether the MatrixOne double must run (HAKeeper, lock service, CN query services)."""
+
+    def describe(self) -> str:
+        """``kruise-manager v1.4.0, the MatrixOne double`` / ``nothing``, for messages."""
+        parts = [f"kruise-manager {self.kruise}"] if self.kruise else []
+        parts += ["the MatrixOne double"] if self.matrixone else []
+        return ", ".join(parts) or "nothing"
+
 
 FILE = "environment.json"
 """In the cluster's folder: the environment provided so far."""

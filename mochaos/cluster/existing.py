@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import UsageError
-from mochaos.kube import check_reachable, new_api_client
+from mochaos.kube import Cluster, check_reachable, new_api_client
 from mochaos.tooling.progress import Progress, say
-from mochaos.types import RUN_ID_LABEL, Cluster
 
 
 def _default_kubeconfig() -> Path:

@@ -36,7 +36,7 @@ from mochaos.cluster.kind_images import load_image
 from mochaos.errors import InfraError, UsageError
 from mochaos.images import node_image as offline
 from mochaos.images.go_tools import KIND_VERSION
-from mochaos.kube import new_api_client
+from mochaos.kube import Cluster, new_api_client
 from mochaos.paths import state_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
@@ -44,7 +44,6 @@ from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
 from mochaos.tooling.tools import Tool, check_version, require_tool
 from mochaos.tooling.waiting import wait_for
-from mochaos.types import Cluster
 
 KIND_NETWORK = "kind"
 """The Docker network kind puts its nodes on; MinIO joins it to be reachable from pods."""

@@ -43,14 +43,15 @@ from mochaos.cluster import (
     kwok_stages,
     leases,
 )
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
+from mochaos.kube import Cluster
 from mochaos.paths import machine_lock, state_dir
 from mochaos.procs import cmdline, stop_group, wait_gone
 from mochaos.progress import announce
-from mochaos.types import Cluster, Environment
 
 DEFAULT_NAME = "mochaos"
 NAME_ENV = "MOCHAOS_CLUSTER_NAME"

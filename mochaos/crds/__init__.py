@@ -31,10 +31,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos.errors import InfraError, UsageError
-from mochaos.kube import api_client
+from mochaos.kube import Cluster, api_client
 from mochaos.paths import state_dir
 from mochaos.progress import announce
-from mochaos.types import Cluster
 
 OWNER_LABEL = "mochaos.io/crds"
 """``own`` or ``operator``: which set a CRD mo-chaos installed belongs to."""

@@ -1,9 +1,46 @@
-"""Plain-dict object helpers of the reference model: metadata
-accessors and metav1.LabelSelector matching."""
+"""The objects' names and plain-dict helpers, shared by the model, the invariants and the
+framework: the operator's API group, labels, annotations and finalizers
+(docs/operator-behaviour.md §2, §13), mo-chaos's own run label, metadata accessors and
+metav1.LabelSelector matching."""
 
 from __future__ import annotations
 
 from typing import Any
+
+GROUP = "core.matrixorigin.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+PHASE_LABEL = "pool.matrixorigin.io/phase"
+CLAIMED_BY_LABEL = "pool.matrixorigin.io/claimed-by"
+POOL_NAME_LABEL = "pool.matrixorigin.io/pool-name"
+CLAIMSET_LABEL = "matrixorigin.io/claimset"
+OWNER_LABEL = "matrixorigin.io/owner"
+LAST_OWNER_LABEL = "matrixorigin.io/last-owner"
+INSTANCE_ID_LABEL = "claim.matrixorigin.io/instance-id"
+KRUISE_STATE_LABEL = "lifecycle.apps.kruise.io/state"
+SCORE_ANNOTATION = "matrixorigin.io/score"
+RECLAIMED_AT_ANNOTATION = "matrixorigin.io/reclaimed-at"
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+CLAIM_FINALIZER = "matrixorigin.io/cn-claim-manager"
+CLAIMSET_FINALIZER = "matrixorigin.io/cn-claimset-manager"
+COMPONENT_LABEL = "matrixorigin.io/component"
+INSTANCE_LABEL = "matrixorigin.io/instance"
+NAMESPACE_LABEL = "matrixorigin.io/namespace"
+OUTDATED_LABEL = "matrixorigin.io/outdated"
+DIRECT_POD_LABEL = "pool.matrixorigin.io/direct-pod"
+MANAGEMENT_POLICY_ANNOTATION = "pool.matrixorigin.io/management-policy"
+DELETE_ON_RECLAIM_ANNOTATION = "matrixorigin.io/delete-on-reclaim"
+CONNECTIONS_ANNOTATION = "matrixorigin.io/connections"
+DIAGNOSE_ANNOTATION = "matrixorigin.io/diagnos-draining"
+"""Spelled so in the operator (``diagnos``)."""
+CORDON_ANNOTATION = "matrixorigin.io/store-cordon"
+
+RUN_ID_LABEL = "mochaos.io/run-id"
+"""Every object mo-chaos creates carries this label (docs/operator-behaviour.md §11.10)."""
+SESSIONS_ANNOTATION = "mochaos.io/sessions"
+"""Written on a CN pod when mo-chaos changes its sessions, so the operator's store
+controller re-reads them now rather than on its next 30 s resync (docs/model-pacing.md)."""
 
 Obj = dict[str, Any]
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mochaos.ctrl.objects import deleting, labels_of
-from mochaos.types import (
+from mochaos.ctrl.objects import (
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     PHASE_LABEL,
-    State,
+    deleting,
+    labels_of,
 )
+from mochaos.observe.history import State
 
 KINDS = ("CNClaimSet", "CNClaim", "Pod")
 """The kinds whose transitions are injection points."""

@@ -13,9 +13,9 @@ import threading
 from mochaos.explore.faults import inject
 from mochaos.explore.plan import Case, Exploration
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION, PointWatch
+from mochaos.report.result import ScenarioResult
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.workloads import get_workload
-from mochaos.types import ScenarioResult
 
 GATE_FACTOR = 2.0
 """A point may take this many times its learn-run delay (plus a migration phase's wait)."""

@@ -12,12 +12,13 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL
 from mochaos.errors import Inconclusive, UsageError
 from mochaos.explore.abstraction import ABSENT, EXISTS
 from mochaos.explore.points import Point, PointWatch
+from mochaos.observe.history import ActionRecord, State
 from mochaos.scenario.actions import Fired
 from mochaos.scenario.engine import Scenario
-from mochaos.types import CLAIMED_BY_LABEL, ActionRecord, State
 
 POINT_TARGET = "point"
 """A fault's target: the object its point fired for."""

@@ -22,7 +22,7 @@ from mochaos.explore.abstraction import (
     value,
 )
 from mochaos.explore.abstraction import attributes as abstract
-from mochaos.types import ActionRecord, Change, History, Marker, State
+from mochaos.observe.history import ActionRecord, Change, History, Marker, State
 
 DRIVE_MARKER = "drive"
 """Recorded right before the workload's drive: points are transitions after it."""

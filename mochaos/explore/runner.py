@@ -24,10 +24,10 @@ from mochaos.explore.faults import applicable, parse_fault_kinds
 from mochaos.explore.plan import LEARN, Case, Exploration, Run, Step, case_of_test, load
 from mochaos.explore.points import extract
 from mochaos.explore.signatures import group, signature_of, size_key
+from mochaos.observe.history import History
 from mochaos.report.rundir import new_run_id
 from mochaos.report.summary import SUMMARY_FILE
 from mochaos.scenario.workloads import get_workload
-from mochaos.types import History
 
 TESTS = Path(__file__).resolve().parent / "test_explore.py"
 EXPLORATION_FILE = "exploration.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import registry
 from mochaos.invariants.base import InvariantBase
 from mochaos.invariants.checker import IncrementalChecker
@@ -18,7 +19,8 @@ from mochaos.invariants.checker import evaluate as _evaluate_in_order
 from mochaos.invariants.judged import judged, on_wall_clock
 from mochaos.invariants.options import validate_options
 from mochaos.invariants.registry import ALL, get
-from mochaos.types import CheckOptions, History, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import History
 
 
 def evaluate(

@@ -15,21 +15,15 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.facts import Facts, Obj
 from mochaos.invariants.options import validate_options
-from mochaos.types import (
-    ActionRecord,
-    Change,
-    CheckOptions,
-    Entry,
-    History,
-    Verdict,
-    Violation,
-)
+from mochaos.invariants.verdict import Verdict, Violation
+from mochaos.observe.history import ActionRecord, Change, Entry, History
 
 
 class InvariantBase(ABC):
-    """An invariant (mochaos.types.Invariant): a factory of judges and the verdict helpers."""
+    """An invariant: a factory of judges and the verdict helpers."""
 
     id: str = ""
     severity: str = "error"

@@ -7,9 +7,11 @@ Two breaches of a live claim, each failing when it persists longer than
 
 from __future__ import annotations
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, claim_phase, ref, spec_pod
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 _MISSING_POD = "Bound on a pod that does not exist"
 _LOST_WITH_POD = "Lost but still has spec.podName"

@@ -13,10 +13,12 @@ import heapq
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import InvariantBase, Judge, feed
 from mochaos.invariants.facts import CLAIM, CLAIMSET, POD, Facts, Obj
 from mochaos.invariants.options import validate_options
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 ACTIVE_KINDS = (CLAIM, CLAIMSET, POD)
 """The kinds whose changes count as the system moving (the kinds the invariants judge)."""

@@ -11,16 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mochaos.ctrl.objects import deleting, labels_of
-from mochaos.types import (
-    CLAIMED_BY_LABEL,
-    CLAIMSET_LABEL,
-    PHASE_LABEL,
-    ActionRecord,
-    Change,
-    Entry,
-    State,
-)
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, CLAIMSET_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.observe.history import ActionRecord, Change, Entry, State
 
 CLAIM = "CNClaim"
 CLAIMSET = "CNClaimSet"

@@ -6,10 +6,12 @@ a DELETED event stops it. A stuck Finalize (B1) keeps the claim past the deadlin
 
 from __future__ import annotations
 
+from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import deleting
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, finalizers, ref
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 
 class FinalizerCompletes(InvariantBase):

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from mochaos.types import (
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import (
     APISERVER_AVAILABLE,
     APISERVER_UNAVAILABLE,
     DEPENDENCY_AVAILABLE,
@@ -30,7 +31,6 @@ from mochaos.types import (
     ActionRecord,
     Change,
     History,
-    Verdict,
 )
 
 Interval = tuple[float, float]

@@ -7,9 +7,11 @@ moved to the target), or when the claim is gone (DELETED seen).
 
 from __future__ import annotations
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, ref, source_pod, spec_pod, store_pod
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 
 class MigrationCompletes(InvariantBase):

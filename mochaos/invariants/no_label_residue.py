@@ -7,9 +7,11 @@ the short windows of a normal finalize or reclaim pass.
 
 from __future__ import annotations
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, World, claim_refs, claimed_by, ref
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 
 class NoLabelResidue(InvariantBase):

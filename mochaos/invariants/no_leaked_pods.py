@@ -9,18 +9,12 @@ registered yet: warming up, not leaked.
 
 from __future__ import annotations
 
-from mochaos.ctrl.objects import deleting, labels_of
+from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import POOL_NAME_LABEL, deleting, labels_of
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, finalizers, pod_phase, ref
-from mochaos.types import (
-    POOL_NAME_LABEL,
-    Change,
-    CheckOptions,
-    Entry,
-    Marker,
-    State,
-    Verdict,
-)
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry, Marker, State
 
 RELEASED_PHASES = frozenset({"Idle", "Draining", "Terminating", "Unknown"})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import (
     CLAIM,
@@ -24,7 +25,8 @@ from mochaos.invariants.facts import (
     ref,
     spec_pod,
 )
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from mochaos.invariants.base import InvariantBase
 
 PACKAGE = __name__.rpartition(".")[0]
 HOME = Path(__file__).resolve().parent
-FRAMEWORK = frozenset({"base", "checker", "facts", "judged", "options", "registry"})
+FRAMEWORK = frozenset({"base", "checker", "facts", "judged", "options", "registry", "verdict"})
 """The package's modules that are machinery, not invariants."""
 
 

@@ -8,10 +8,12 @@ keeps the earlier start. Claim sets being deleted are not judged.
 
 from __future__ import annotations
 
+from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import deleting
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
 from mochaos.invariants.facts import CLAIMSET, Facts, Obj, ref
-from mochaos.types import Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Change, Entry
 
 
 class ReplicasConverge(InvariantBase):

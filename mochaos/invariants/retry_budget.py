@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections import deque
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import CLAIM, Facts, Obj, ref
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import Entry, LogRecord
 from mochaos.observe.vocabulary import FINALIZE_ATTEMPT, LogKind, classify, error_text
-from mochaos.types import CheckOptions, Entry, LogRecord, Verdict
 
 _COUNTED = {LogKind.FINALIZE_ATTEMPT: "finalize", LogKind.ERROR: "error"}
 

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import deleting
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import (
@@ -34,7 +35,8 @@ from mochaos.invariants.facts import (
     source_pod,
     spec_pod,
 )
-from mochaos.types import ActionRecord, Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import ActionRecord, Change, Entry
 
 
 class ScaleInSkipsMigrating(InvariantBase):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mochaos.config import CheckOptions
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import (
     CLAIM,
@@ -23,7 +24,8 @@ from mochaos.invariants.facts import (
     ref,
     spec_pod,
 )
-from mochaos.types import ActionRecord, Change, CheckOptions, Entry, Verdict
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import ActionRecord, Change, Entry
 
 
 class SingleBinding(InvariantBase):

@@ -189,7 +189,7 @@ def ensure_webhook_configurations(
 
 
 def _cluster(ctx: DoubleContext) -> Any:
-    from mochaos.types import Cluster
+    from mochaos.kube import Cluster
 
     return Cluster(
         name=ctx.cluster_name, provider="local", kubeconfig=ctx.kubeconfig, version="",

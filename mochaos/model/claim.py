@@ -8,6 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL as CLAIMED_BY
+from mochaos.ctrl.objects import CLAIMSET_LABEL as CLAIMSET
+from mochaos.ctrl.objects import DIRECT_POD_LABEL as DIRECT_POD
+from mochaos.ctrl.objects import KRUISE_STATE_LABEL as KRUISE_STATE
+from mochaos.ctrl.objects import LAST_OWNER_LABEL as LAST_OWNER
+from mochaos.ctrl.objects import OUTDATED_LABEL as OUTDATED
+from mochaos.ctrl.objects import OWNER_LABEL as OWNER
+from mochaos.ctrl.objects import PHASE_LABEL as PHASE
+from mochaos.ctrl.objects import POOL_NAME_LABEL as POOL_NAME
+from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
 from mochaos.model.hakeeper import DRAINING, WORKING, HAKeeper, Store, read_score
 from mochaos.model.kube import CLAIMS, PODS, POOLS, ApiError, Conflict, NotFound, Obj
 from mochaos.model.objects import (
@@ -25,16 +35,6 @@ from mochaos.model.timing import Timing, parse_time, since
 
 NAME = "cn-claim-manager"
 
-PHASE = "pool.matrixorigin.io/phase"
-CLAIMED_BY = "pool.matrixorigin.io/claimed-by"
-POOL_NAME = "pool.matrixorigin.io/pool-name"
-CLAIMSET = "matrixorigin.io/claimset"
-OWNER = "matrixorigin.io/owner"
-LAST_OWNER = "matrixorigin.io/last-owner"
-OUTDATED = "matrixorigin.io/outdated"
-DIRECT_POD = "pool.matrixorigin.io/direct-pod"
-KRUISE_STATE = "lifecycle.apps.kruise.io/state"
-RECLAIMED_AT = "matrixorigin.io/reclaimed-at"
 
 PENDING, BOUND, LOST = "Pending", "Bound", "Lost"
 

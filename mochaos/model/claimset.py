@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
+from mochaos.ctrl.objects import CLAIMSET_LABEL as CLAIMSET
+from mochaos.ctrl.objects import DELETION_COST_ANNOTATION as DELETION_COST
+from mochaos.ctrl.objects import INSTANCE_ID_LABEL as INSTANCE_ID
 from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, ApiError, NotFound, Obj
 from mochaos.model.objects import deleting, labels_of, name_of, rand_string, selector_matches
 from mochaos.model.profiles import Profile
@@ -15,9 +18,6 @@ from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
 from mochaos.model.timing import Timing, parse_time
 
 NAME = "cn-claimset-manager"
-INSTANCE_ID = "claim.matrixorigin.io/instance-id"
-CLAIMSET = "matrixorigin.io/claimset"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 ID_LENGTH = 5
 
 SRC = "cnclaimset/controller.go"

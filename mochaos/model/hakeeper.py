@@ -14,13 +14,13 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from mochaos.ctrl.objects import SCORE_ANNOTATION
 from mochaos.model.kube import Obj
 from mochaos.model.objects import annotations_of
 
 WORKING = 1
 DRAINING = 2
 MAIN_CONTAINER = "main"
-SCORE_ANNOTATION = "matrixorigin.io/score"
 
 
 @dataclass(frozen=True, slots=True)

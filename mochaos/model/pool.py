@@ -9,20 +9,20 @@ from __future__ import annotations
 import time
 from functools import cmp_to_key
 
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL as CLAIMED_BY
+from mochaos.ctrl.objects import COMPONENT_LABEL as COMPONENT
+from mochaos.ctrl.objects import INSTANCE_LABEL as INSTANCE
+from mochaos.ctrl.objects import KRUISE_STATE_LABEL as KRUISE_STATE
+from mochaos.ctrl.objects import MANAGEMENT_POLICY_ANNOTATION as MANAGEMENT_POLICY
+from mochaos.ctrl.objects import NAMESPACE_LABEL as NAMESPACE
+from mochaos.ctrl.objects import PHASE_LABEL as PHASE
+from mochaos.ctrl.objects import POOL_NAME_LABEL as POOL_NAME
 from mochaos.model.kube import CLAIMS, PODS, POOLS, ApiError, NotFound, Obj
 from mochaos.model.objects import deleting, labels_of, mutable_labels, name_of, rand_string
 from mochaos.model.runtime.context import Context, ReSync, controller_ref, wrap
 from mochaos.model.timing import Timing, parse_time
 
 NAME = "cn-pool-manager"
-PHASE = "pool.matrixorigin.io/phase"
-CLAIMED_BY = "pool.matrixorigin.io/claimed-by"
-POOL_NAME = "pool.matrixorigin.io/pool-name"
-COMPONENT = "matrixorigin.io/component"
-INSTANCE = "matrixorigin.io/instance"
-NAMESPACE = "matrixorigin.io/namespace"
-KRUISE_STATE = "lifecycle.apps.kruise.io/state"
-MANAGEMENT_POLICY = "pool.matrixorigin.io/management-policy"
 IMAGE = "matrixorigin/matrixone:mochaos-model"
 MAX_INT32 = 2**31 - 1
 EXPECTATION_TTL = 30.0

@@ -6,6 +6,18 @@ of the ``Pooling`` policy in kruise lifecycle state Normal; see :class:`StoreAct
 
 from __future__ import annotations
 
+from mochaos.ctrl.objects import COMPONENT_LABEL as COMPONENT
+from mochaos.ctrl.objects import CONNECTIONS_ANNOTATION as CONNECTIONS
+from mochaos.ctrl.objects import CORDON_ANNOTATION as CORDON
+from mochaos.ctrl.objects import DELETE_ON_RECLAIM_ANNOTATION as DELETE_ON_RECLAIM
+from mochaos.ctrl.objects import DELETION_COST_ANNOTATION as DELETION_COST
+from mochaos.ctrl.objects import DIAGNOSE_ANNOTATION as DIAGNOSE
+from mochaos.ctrl.objects import DIRECT_POD_LABEL as DIRECT_POD
+from mochaos.ctrl.objects import INSTANCE_LABEL as INSTANCE
+from mochaos.ctrl.objects import KRUISE_STATE_LABEL as KRUISE_STATE
+from mochaos.ctrl.objects import MANAGEMENT_POLICY_ANNOTATION as MANAGEMENT_POLICY
+from mochaos.ctrl.objects import PHASE_LABEL as PHASE
+from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
 from mochaos.model.hakeeper import (
     DRAINING,
     SCORE_ANNOTATION,
@@ -29,18 +41,6 @@ from mochaos.model.runtime.informer import MODIFIED
 from mochaos.model.timing import Timing, since
 
 NAME = "cnstore"
-PHASE = "pool.matrixorigin.io/phase"
-COMPONENT = "matrixorigin.io/component"
-INSTANCE = "matrixorigin.io/instance"
-DIRECT_POD = "pool.matrixorigin.io/direct-pod"
-KRUISE_STATE = "lifecycle.apps.kruise.io/state"
-RECLAIMED_AT = "matrixorigin.io/reclaimed-at"
-DELETE_ON_RECLAIM = "matrixorigin.io/delete-on-reclaim"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-CONNECTIONS = "matrixorigin.io/connections"
-DIAGNOSE = "matrixorigin.io/diagnos-draining"
-CORDON = "matrixorigin.io/store-cordon"
-MANAGEMENT_POLICY = "pool.matrixorigin.io/management-policy"
 STATS_ANNOTATIONS = (DELETION_COST, CONNECTIONS, SCORE_ANNOTATION)
 
 SRC = "cnstore/controller.go"

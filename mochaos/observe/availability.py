@@ -17,7 +17,7 @@ from collections.abc import Callable
 from kubernetes import client
 from kubernetes.client import rest
 
-from mochaos.types import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE
+from mochaos.observe.history import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE
 
 PERIOD = 0.25
 """Seconds between two probes."""

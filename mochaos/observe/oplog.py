@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mochaos.observe.history import History
 from mochaos.observe.vocabulary import finalize_retries
-from mochaos.types import History
 
 _BASE_KEYS = {"ts", "level", "msg", "namespace", "name", "caller", "logger", "stacktrace"}
 

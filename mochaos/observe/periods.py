@@ -21,13 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from mochaos.procs import stat_fields
-from mochaos.types import (
+from mochaos.observe.history import (
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
     OPERATOR_FROZEN,
     OPERATOR_THAWED,
 )
+from mochaos.procs import stat_fields
 
 PERIOD = 0.25
 """Seconds between two probes."""

@@ -13,30 +13,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client
 
 from mochaos.cluster import events as cluster_events
 from mochaos.errors import InfraError
 from mochaos.observe.availability import AvailabilityProbe
+from mochaos.observe.history import ActionRecord, Change, Entry, History, LogRecord, Marker, State
 from mochaos.observe.oplog import parse_log_line
 from mochaos.observe.periods import Check, watch_dependency, watch_freezes
 from mochaos.observe.stream import HistoryStream
 from mochaos.observe.watching import KindWatcher, RawEvent
-from mochaos.types import (
-    ActionRecord,
-    Change,
-    Entry,
-    History,
-    LogRecord,
-    Marker,
-    RunningOperator,
-    State,
-)
 
 WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
 CLUSTER_COMPONENT = "cluster"
@@ -45,6 +36,15 @@ OPERATOR_COMPONENT = "operator"
 """The component of the markers about the operator's process (its freezes)."""
 
 Listener = Callable[[Entry, State], None]
+
+
+class OperatorLog(Protocol):
+    """What the recorder needs of a running operator (every
+    :class:`mochaos.operator.target.RunningOperator` is one): its log, followed."""
+
+    def follow_log(self, stop: threading.Event) -> Iterator[str]:
+        """Follow the operator's log from its start, yielding raw lines, until ``stop``."""
+        ...
 
 
 class Recorder:
@@ -91,7 +91,7 @@ class Recorder:
         for w in self.watchers:
             self._spawn(f"watch-{w.kind}", w.continuous_watch)
 
-    def follow_operator(self, operator: RunningOperator) -> None:
+    def follow_operator(self, operator: OperatorLog) -> None:
         """Tail the operator's log into the history (this namespace's lines only)."""
         self._spawn("operator-log", lambda: self._tail(operator))
 
@@ -199,7 +199,7 @@ class Recorder:
             )
         )  # fmt: skip
 
-    def _tail(self, operator: RunningOperator) -> None:
+    def _tail(self, operator: OperatorLog) -> None:
         for line in operator.follow_log(self._stop):
             parsed = parse_log_line(line)
             if parsed is None or parsed.namespace not in ("", self.namespace):
@@ -213,7 +213,7 @@ class Recorder:
             )  # fmt: skip
 
     def record_action(self, **fields: Any) -> ActionRecord:
-        """Append an ActionRecord (fields as in mochaos.types.ActionRecord, minus seq/t)."""
+        """Append an ActionRecord (fields as in :class:`.history.ActionRecord`, minus seq/t)."""
         entry = self._append(lambda seq, t: ActionRecord(seq=seq, t=t, **fields))
         assert isinstance(entry, ActionRecord)
         return entry

@@ -5,7 +5,7 @@ test's report folder at most every :data:`FLUSH_PERIOD` seconds, each batch in w
 lines written at once, so the file is valid JSON lines up to the last batch even after
 a kill -9, an OOM kill or a CI timeout. An entry changed after it was written (an
 action whose window was verified) is appended again; a later line with the same
-``seq`` supersedes the earlier one (:meth:`mochaos.types.History.from_jsonl`). This
+``seq`` supersedes the earlier one (:meth:`mochaos.observe.history.History.from_jsonl`). This
 writer is the only owner of the file.
 """
 
@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from mochaos.types import Entry, entry_to_dict
+from mochaos.observe.history import Entry, entry_to_dict
 
 FLUSH_PERIOD = 0.1
 """Seconds between two batches: at most this much history is lost when the run is killed."""

@@ -1,7 +1,7 @@
 """Operator targets: what ``--operator`` names, in one registry.
 
 A target is a module with a ``from_spec(value, options)`` factory returning an
-:class:`~mochaos.types.OperatorTarget`; adding a target is one module and one
+:class:`~mochaos.operator.target.OperatorTarget`; adding a target is one module and one
 line in :data:`REGISTRY`. Factories only validate their input (no cluster, no
 build; ``image:`` on the local cluster asks the Docker engine for its version):
 :func:`parse_target` is safe to call while pytest configures, so a bad ``--operator``
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mochaos.errors import UsageError
-from mochaos.types import OperatorTarget
+from mochaos.operator.target import OperatorTarget
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from mochaos.crds import check_chart_can_own_crds
 from mochaos.errors import UsageError
 from mochaos.images.catalog import Builder, register
 from mochaos.images.operator_images import manager_image, operator_ref
+from mochaos.kube import Cluster
 from mochaos.operator import checkout as co
 from mochaos.operator import git_source
 from mochaos.operator.chart_source import checkout_chart
@@ -38,7 +39,6 @@ from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
-from mochaos.types import Cluster
 
 INSTALL_LOCK_TIMEOUT = 1800.0
 

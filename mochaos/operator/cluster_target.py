@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.cluster.docker_engine import DockerEngine
+from mochaos.cluster.environment import Environment
 from mochaos.errors import UsageError
-from mochaos.kube import new_api_client
+from mochaos.kube import Cluster, new_api_client
 from mochaos.operator.helm import ChartOptions
 from mochaos.operator.in_cluster_operator import InClusterOperator
 from mochaos.operator.matrixone.minio import DockerMinio, InClusterMinio, MinioStore, S3Store
@@ -25,7 +26,6 @@ from mochaos.operator.matrixone.waits import Timings
 from mochaos.operator.pod_freezer import PodFreezer
 from mochaos.tooling.image_ref import split_ref
 from mochaos.tooling.progress import Progress
-from mochaos.types import Cluster, Environment
 
 MINIO_MODES = ("auto", "docker", "in-cluster")
 

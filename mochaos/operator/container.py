@@ -22,12 +22,13 @@ from typing import Any
 
 from mochaos.cluster.attached import Attached
 from mochaos.errors import EXIT_USAGE, InfraError, UsageError
+from mochaos.kube import Cluster
 from mochaos.kubeconfig import referenced_files
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import follow_file, log_size, read_lines, tail
+from mochaos.operator.target import PoolSpec, Sessions, Waits
 from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.docker_cli import ENGINE_ENV, DockerCli, daemon_reason
-from mochaos.types import Cluster, PoolSpec, Sessions, Waits
 
 DEFAULT_ENTRYPOINT = "/manager"
 """The manager's path in the operator's image: its Dockerfile's ``ENTRYPOINT ["/manager"]``
@@ -139,7 +140,8 @@ def follow_output(docker: DockerCli, cid: str, log_path: Path) -> subprocess.Pop
 
 
 class OperatorContainer:
-    """One manager container for one namespace; implements :class:`mochaos.types.RunningOperator`.
+    """One manager container for one namespace; implements
+    :class:`mochaos.operator.target.RunningOperator`.
 
     Each :meth:`start` runs a new container from ``spec`` (a restart is a new container, as
     a restarted pod is); the log keeps growing across them.

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mochaos.errors import UsageError
+from mochaos.kube import Cluster
 from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.container import (
     DEFAULT_ENTRYPOINT,
@@ -31,7 +32,6 @@ from mochaos.paths import state_dir
 from mochaos.progress import announce
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import image_version
-from mochaos.types import Cluster
 
 if TYPE_CHECKING:
     from mochaos.operator.matrixone.local import LocalMatrixOne

@@ -24,11 +24,11 @@ from typing import Any
 
 from mochaos.errors import InfraError
 from mochaos.kruise import manager as kruise_manager
+from mochaos.kube import Cluster
 from mochaos.tooling.progress import say
 from mochaos.tooling.runner import Runner
 from mochaos.tooling.tools import Tool, check_version, require_tool
 from mochaos.tooling.waiting import wait_for
-from mochaos.types import Cluster
 
 HELM = Tool(
     name="helm",

@@ -25,9 +25,9 @@ from mochaos.operator.matrixone.sessions import Sessions
 from mochaos.operator.matrixone.waits import Timings
 from mochaos.operator.pod_freezer import Frozen, PodFreezer
 from mochaos.operator.pod_log import LogLine, PodLogFollower
+from mochaos.operator.target import PoolSpec
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.waiting import wait_for
-from mochaos.types import PoolSpec
 
 USER_AGENT = "manager/"
 """Prefix of the operator's user agent in the audit log.

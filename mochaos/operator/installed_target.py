@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from mochaos.errors import InfraError, UsageError
+from mochaos.kube import Cluster
 from mochaos.operator.cluster_target import InClusterTarget, client_for, target_kwargs
 from mochaos.operator.helm import CHART_NAME, ChartOptions, wait_operator_ready
 from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE, Topology
 from mochaos.tooling.image_ref import image_version
 from mochaos.tooling.progress import Progress, say
-from mochaos.types import Cluster
 
 
 class InstalledTarget(InClusterTarget):

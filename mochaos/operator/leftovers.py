@@ -26,14 +26,14 @@ from kubernetes.client.rest import ApiException
 
 from mochaos import namespaces, runstate
 from mochaos.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.doubles import DoubleSpec
 from mochaos.errors import MochaosError
-from mochaos.kube import api_client
+from mochaos.kube import Cluster, api_client
 from mochaos.operator import webhooks
 from mochaos.operator.webhook_host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
 from mochaos.report.testreport import add_findings
-from mochaos.types import RUN_ID_LABEL, Cluster
 
 GONE_TIMEOUT = 60.0
 """Seconds for a namespace or a CRD to disappear once deleted."""

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mochaos.kube import Cluster
 from mochaos.kubeconfig import write_single_context
 from mochaos.operator.private_hosts import hosts_wrapper
-from mochaos.types import Cluster
 
 FEATURE_GATES = {"cnLabel": True, "cnPool": True}
 """The operator's gates the claim protocol needs (cnPool requires cnLabel). s3Reclaim stays

@@ -22,14 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from mochaos import crds as crd_install
 from mochaos.cluster import environment
+from mochaos.cluster.environment import Environment
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
+from mochaos.kube import Cluster
 from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
 from mochaos.operator.process import OperatorProcess
+from mochaos.operator.target import RunningOperator
 from mochaos.operator.warm import WarmNamespaces
 from mochaos.progress import announce
-from mochaos.types import Cluster, Environment, RunningOperator
 
 if TYPE_CHECKING:
     from mochaos.operator.container import OperatorContainer

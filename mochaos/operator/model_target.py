@@ -9,13 +9,15 @@ from typing import Any
 
 from kubernetes import client
 
+from mochaos.cluster.environment import Environment
 from mochaos.config import CheckOptions
 from mochaos.crds import install, own_crds
+from mochaos.ctrl.objects import SCORE_ANNOTATION
 from mochaos.errors import UsageError
-from mochaos.kube import api_client
+from mochaos.kube import Cluster, api_client
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.process import OperatorProcess
-from mochaos.types import SCORE_ANNOTATION, Cluster, Environment, Waits
+from mochaos.operator.target import Waits
 
 
 def model_waits(time_scale: float) -> Waits:

@@ -17,14 +17,15 @@ from pathlib import Path
 
 from mochaos.errors import EXIT_USAGE, InfraError, UsageError
 from mochaos.observe.periods import stopped
+from mochaos.operator.target import PoolSpec, Sessions, Waits
 from mochaos.runstate import register_pid, unregister_pid
-from mochaos.types import PoolSpec, Sessions, Waits
 
 READY_TIMEOUT = 30.0
 
 
 class OperatorProcess:
-    """One operator process for one namespace; implements :class:`mochaos.types.RunningOperator`."""
+    """One operator process for one namespace; implements
+    :class:`mochaos.operator.target.RunningOperator`."""
 
     def __init__(
         self,

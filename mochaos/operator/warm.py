@@ -25,9 +25,9 @@ from pathlib import Path
 
 from mochaos import namespaces, runstate
 from mochaos.errors import MochaosError
-from mochaos.kube import new_api_client
+from mochaos.kube import Cluster, new_api_client
+from mochaos.operator.target import RunningOperator
 from mochaos.progress import LOGGER, announce, detached
-from mochaos.types import Cluster, RunningOperator
 
 MEMORY_FLOOR = 1 << 30
 """No namespace is prepared ahead while the machine has less memory available (bytes): a

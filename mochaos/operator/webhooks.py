@@ -31,10 +31,10 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError
-from mochaos.kube import api_client
+from mochaos.kube import Cluster, api_client
 from mochaos.progress import announce
-from mochaos.types import RUN_ID_LABEL, Cluster
 
 PORT = 9443
 """The manager's webhook port (fixed in cmd/operator/main.go: ``Port: 9443``)."""

@@ -18,9 +18,10 @@ from typing import Any
 
 import yaml
 
+from mochaos.invariants.verdict import Verdict, Violation
+from mochaos.observe.history import History, State
 from mochaos.report.html import render_html
 from mochaos.report.timeline import build_rows, render_markdown
-from mochaos.types import History, State, Verdict, Violation
 
 EVIDENCE_KINDS = ("CNClaimSet", "CNClaim", "Pod")
 HISTORY_FILE = "history.jsonl"

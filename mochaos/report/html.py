@@ -13,20 +13,15 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from mochaos.ctrl.objects import deleting, labels_of
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.invariants.verdict import Verdict, Violation
+from mochaos.observe.history import History
 from mochaos.report.timeline import (
     TimelineRow,
     build_rows,
     normalise_ref,
     object_ref,
     utc_clock,
-)
-from mochaos.types import (
-    CLAIMED_BY_LABEL,
-    PHASE_LABEL,
-    History,
-    Verdict,
-    Violation,
 )
 
 COLOURS = {

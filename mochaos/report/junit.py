@@ -15,7 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from mochaos.types import ScenarioResult, Status
+from mochaos.invariants.verdict import Status
+from mochaos.report.result import ScenarioResult
 
 SCHEMA_PATH = Path(__file__).with_name("junit.xsd")
 _TOTALS = ("tests", "failures", "errors", "skipped")

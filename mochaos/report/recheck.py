@@ -18,8 +18,9 @@ from mochaos.config import CHECK_SETTINGS, CheckOptions
 from mochaos.errors import UsageError
 from mochaos.invariants import evaluate
 from mochaos.invariants.options import override, validate_options
+from mochaos.invariants.verdict import Verdict
+from mochaos.observe.history import History
 from mochaos.report.summary import RESULT_FILE
-from mochaos.types import History, Verdict
 
 _HINT = "give the history.jsonl (or .jsonl.gz) of a test's folder under reports/<run>/"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import InfraError
-from mochaos.types import ScenarioResult
+from mochaos.report.result import ScenarioResult
 
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"

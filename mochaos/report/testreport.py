@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mochaos.observe.history import History
 from mochaos.observe.recorder import CLUSTER_COMPONENT
 from mochaos.report.artifacts import write_artifacts, write_timeline
+from mochaos.report.result import Outcome, ScenarioResult
 from mochaos.report.summary import RESULT_FILE, write_result
-from mochaos.types import History, Outcome, ScenarioResult
 
 
 def error_result(

@@ -15,19 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from mochaos.ctrl.objects import deleting, labels_of
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, CLAIMSET_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.invariants.verdict import Verdict
 from mochaos.observe import vocabulary
+from mochaos.observe.history import ActionRecord, Change, History, LogRecord
 from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_retries
-from mochaos.types import (
-    CLAIMED_BY_LABEL,
-    CLAIMSET_LABEL,
-    PHASE_LABEL,
-    ActionRecord,
-    Change,
-    History,
-    LogRecord,
-    Verdict,
-)
 
 SHORT_KIND = {"CNClaim": "claim", "CNClaimSet": "claimset", "Pod": "pod", "CNPool": "pool"}
 _CANONICAL_KIND = {k.lower(): k for k in SHORT_KIND} | {v: k for k, v in SHORT_KIND.items()}

@@ -18,10 +18,12 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError, UsageError
 from mochaos.kube import GROUP, VERSION, plural
+from mochaos.observe.history import ActionRecord, Entry, State
 from mochaos.observe.recorder import Recorder
-from mochaos.types import RUN_ID_LABEL, ActionRecord, Entry, RunningOperator, State
+from mochaos.operator.target import RunningOperator
 
 USER_AGENT = "mochaos/chaos"
 PROBE_ANNOTATION = "mochaos.io/window-probe"

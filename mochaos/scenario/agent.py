@@ -15,17 +15,12 @@ import threading
 from dataclasses import dataclass, field
 
 from mochaos.config import CheckOptions
-from mochaos.ctrl.objects import deleting, labels_of
+from mochaos.ctrl.objects import PHASE_LABEL, POOL_NAME_LABEL, deleting, labels_of
 from mochaos.errors import Inconclusive
+from mochaos.observe.history import ActionRecord, State
 from mochaos.observe.recorder import Recorder
 from mochaos.scenario.actions import Actions, Fired
 from mochaos.scenario.predicates import claim_spec, migration_complete, pod_phase
-from mochaos.types import (
-    PHASE_LABEL,
-    POOL_NAME_LABEL,
-    ActionRecord,
-    State,
-)
 
 RETRY_INTERVAL = 5.0
 """The agent's migration retry period (seconds of operator time)."""

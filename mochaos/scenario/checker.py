@@ -26,11 +26,13 @@ from mochaos.invariants.judged import (
     describe,
     external_freezes,
 )
+from mochaos.invariants.verdict import Verdict
 from mochaos.observe.audit import AuditSlice
+from mochaos.observe.history import Entry, History, Marker
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
-from mochaos.types import Entry, History, Marker, ScenarioResult, Verdict
+from mochaos.report.result import ScenarioResult
 
 AUDIT_TOLERANCE = 1
 """Largest per-claim difference allowed between our record of the agent's patches and the

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from mochaos.ctrl.objects import deleting, labels_of
-from mochaos.types import (
-    CLAIMED_BY_LABEL,
-    PHASE_LABEL,
-    Change,
-    Entry,
-    State,
-)
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.observe.history import Change, Entry, State
 
 
 def describe_state(state: State, *, limit: int = 12) -> str:

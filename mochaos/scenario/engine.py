@@ -19,9 +19,12 @@ import random
 import pytest
 
 from mochaos.errors import Inconclusive, InfraError
-from mochaos.kube import new_api_client
+from mochaos.kube import Cluster, new_api_client
+from mochaos.observe.history import ActionRecord
 from mochaos.observe.recorder import Recorder
+from mochaos.operator.target import RunningOperator, Waits
 from mochaos.progress import phase
+from mochaos.report.result import ScenarioResult
 from mochaos.scenario.actions import Actions, Fired
 from mochaos.scenario.checker import Checker, Detection, RunInfo, failure_message
 from mochaos.scenario.describe import describe_state
@@ -29,7 +32,6 @@ from mochaos.scenario.nemesis import Nemesis
 from mochaos.scenario.predicates import Predicate
 from mochaos.scenario.triggers import Triggers
 from mochaos.scenario.workload import Workload, bound_pods
-from mochaos.types import ActionRecord, Cluster, RunningOperator, ScenarioResult, Waits
 
 
 class Scenario:

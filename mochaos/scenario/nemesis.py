@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mochaos.observe.history import ActionRecord, History
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER
 from mochaos.scenario.actions import Actions, Fired
 from mochaos.scenario.predicates import Predicate
-from mochaos.types import ActionRecord, History
 
 
 @dataclass

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mochaos.ctrl.objects import labels_of
-from mochaos.types import CLAIMED_BY_LABEL, PHASE_LABEL, State
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL, labels_of
+from mochaos.observe.history import State
 
 Predicate = Callable[[State], bool]
 

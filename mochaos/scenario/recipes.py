@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mochaos.ctrl.objects import labels_of
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import Predicate, named, source_draining
-from mochaos.types import (
+from mochaos.ctrl.objects import (
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     DELETION_COST_ANNOTATION,
-    State,
+    labels_of,
 )
+from mochaos.observe.history import State
+from mochaos.scenario.engine import Scenario
+from mochaos.scenario.predicates import Predicate, named, source_draining
 
 
 @dataclass(frozen=True)

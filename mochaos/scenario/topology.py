@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mochaos.types import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL
+from mochaos.ctrl.objects import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL
 
 
 def cn_pool(name: str, *, run_id: str, max_idle: int) -> dict[str, Any]:

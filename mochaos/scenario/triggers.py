@@ -11,12 +11,12 @@ import time
 
 from mochaos.errors import Inconclusive, InfraError
 from mochaos.invariants.judged import dependency_outages, describe
+from mochaos.observe.history import Entry, LogRecord
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import phase
 from mochaos.scenario.actions import Fired
 from mochaos.scenario.describe import describe_state, rv_at
 from mochaos.scenario.predicates import Predicate, name_of
-from mochaos.types import Entry, LogRecord
 
 
 class Triggers:

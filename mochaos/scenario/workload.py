@@ -3,7 +3,7 @@
 It creates the CNPool and CNClaimSets in the test namespace (in the shape the target's
 environment needs), waits until they are ready on the operator's own evidence (pods
 Idle, claims Bound), holds client sessions on CNs through the target's
-:class:`~mochaos.types.Sessions`, and at the end scales everything to zero: the
+:class:`~mochaos.operator.target.Sessions`, and at the end scales everything to zero: the
 epilogue, where cleanup itself is an oracle.
 """
 
@@ -13,25 +13,24 @@ import random
 import time
 
 from mochaos.config import CheckOptions
-from mochaos.ctrl.objects import deleting, labels_of
+from mochaos.ctrl.objects import (
+    CLAIMSET_LABEL,
+    PHASE_LABEL,
+    POOL_NAME_LABEL,
+    SESSIONS_ANNOTATION,
+    deleting,
+    labels_of,
+)
 from mochaos.errors import Inconclusive
+from mochaos.observe.history import ActionRecord, History, State
 from mochaos.observe.recorder import Recorder
+from mochaos.operator.target import RunningOperator
 from mochaos.progress import phase
 from mochaos.scenario.actions import Actions
 from mochaos.scenario.agent import UnitAgent
 from mochaos.scenario.predicates import Predicate, claim_bound, named
 from mochaos.scenario.topology import cn_claim, cn_claimset, cn_pool
 from mochaos.scenario.triggers import Triggers
-from mochaos.types import (
-    CLAIMSET_LABEL,
-    PHASE_LABEL,
-    POOL_NAME_LABEL,
-    SESSIONS_ANNOTATION,
-    ActionRecord,
-    History,
-    RunningOperator,
-    State,
-)
 
 BIND_REQUEUE = 5.0
 """The operator passes over a claim again this long (operator seconds) after binding it:

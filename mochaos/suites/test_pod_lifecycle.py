@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.ctrl.objects import labels_of
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, labels_of
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import named
 from mochaos.scenario.workloads import POD_LOSS
-from mochaos.types import CLAIMED_BY_LABEL
 
 pytestmark = pytest.mark.scenario
 

@@ -6,8 +6,8 @@ violation it caused stood as the operator's verdict."""
 from __future__ import annotations
 
 from mochaos.cluster import doubles_host, environment
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import LocalProvider
-from mochaos.types import Environment
 
 
 def _probes(monkeypatch, tmp_path, pids: list[int | None]) -> list[str | None]:

@@ -18,11 +18,11 @@ import pytest
 
 from mochaos.binaries import control_plane
 from mochaos.cluster import doubles_host, environment, events
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import COMPONENTS, LocalProvider
 from mochaos.kruise import manager, module
 from mochaos.operator import parse_target
 from mochaos.procs import cmdline
-from mochaos.types import Environment
 
 from polling import wait_until
 

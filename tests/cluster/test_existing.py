@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from mochaos.cluster.existing import ExistingProvider
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import EXIT_USAGE, UsageError
-from mochaos.types import RUN_ID_LABEL
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.cluster import attached, build
+from mochaos.binaries import control_plane
+from mochaos.cluster import attached
 from mochaos.cluster.attached import Attached
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import COMPONENTS, LocalProvider, is_our_process
 from mochaos.observe.watching import KindWatcher, RawEvent
 from mochaos.procs import start_time
-from mochaos.types import Environment
 
 from polling import wait_until
 
@@ -200,7 +201,7 @@ def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
     assert [e.rv for e in seen] == sorted(e.rv for e in seen)
 
 
-@pytest.mark.skipif(not build.all_built(), reason="local binaries not built")
+@pytest.mark.skipif(not control_plane.all_built(), reason="local binaries not built")
 def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
     provider = LocalProvider(name=f"mc-life-{uuid.uuid4().hex[:4]}")
     left = None

@@ -20,7 +20,7 @@ import mochaos.invariants
 from docs.blocks import runnable_blocks
 from mochaos.cli import main
 from mochaos.invariants import registry
-from mochaos.types import History, LogRecord
+from mochaos.observe.history import History, LogRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {"scenario", "invariant", "invariant-test"}

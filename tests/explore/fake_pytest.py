@@ -12,9 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mochaos.explore.plan import batch_runs, case_of_test, load
+from mochaos.invariants.verdict import Verdict
+from mochaos.report.result import ScenarioResult
 from mochaos.report.rundir import create_run_dir, new_run_id, test_dir
 from mochaos.report.summary import merge_summary, write_result
-from mochaos.types import ScenarioResult, Verdict
 
 from .histories import migration_learn_run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from invariants.builders import HistoryBuilder, bind
 
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION
-from mochaos.types import History
+from mochaos.observe.history import History
 
 ROLES = {
     "x": "migrating claim", "z": "holder claim", "a": "source pod", "b": "target pod",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mochaos.explore.points import Point, PointWatch, extract, recorded_roles
-from mochaos.types import History, State
+from mochaos.observe.history import History, State
 
 from .histories import ROLES, migration_learn_run
 

@@ -12,20 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mochaos.types import (
+from mochaos.ctrl.objects import (
     API_VERSION,
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
     PHASE_LABEL,
     POOL_NAME_LABEL,
-    ActionRecord,
-    Change,
-    Entry,
-    History,
-    LogRecord,
-    Marker,
 )
+from mochaos.observe.history import ActionRecord, Change, Entry, History, LogRecord, Marker
 
 KEEP: Any = object()
 """Default of every field argument: keep the object's previous value."""

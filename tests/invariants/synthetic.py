@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mochaos.observe.history import History
 from mochaos.observe.vocabulary import (
     BIND_SUCCESS,
     DRAIN_SOURCE,
@@ -30,7 +31,6 @@ from mochaos.observe.vocabulary import (
     START_BIND,
     SYNCED,
 )
-from mochaos.types import History
 
 from .builders import HistoryBuilder
 

@@ -1,7 +1,7 @@
 """bound-has-pod: a Bound claim's pod exists; a Lost claim keeps no spec.podName (B3)."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import get
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
 

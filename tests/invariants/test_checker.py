@@ -7,8 +7,9 @@ import random
 
 import pytest
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import ALL, IncrementalChecker, evaluate, get
-from mochaos.types import ActionRecord, Change, CheckOptions, Entry, History
+from mochaos.observe.history import ActionRecord, Change, Entry, History
 
 from .builders import HistoryBuilder, bind, ticks
 from .synthetic import synthetic

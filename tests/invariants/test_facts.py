@@ -1,5 +1,6 @@
 """Object facts, attribution and the replayed World the invariants share."""
 
+from mochaos.ctrl.objects import CLAIMSET_LABEL
 from mochaos.invariants.facts import (
     Facts,
     World,
@@ -13,7 +14,6 @@ from mochaos.invariants.facts import (
     spec_pod,
     store_pod,
 )
-from mochaos.types import CLAIMSET_LABEL
 
 from .builders import HistoryBuilder, bind
 

@@ -1,7 +1,8 @@
 """finalizer-completes: a deleting claim is gone within finalize_timeout (B1)."""
 
+from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import CLAIM_FINALIZER
 from mochaos.invariants import IncrementalChecker, evaluate, get
-from mochaos.types import CLAIM_FINALIZER, CheckOptions
 
 from .builders import HistoryBuilder, bind
 

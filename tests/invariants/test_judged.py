@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate, get
 from mochaos.invariants.judged import (
     OperatorClock,
@@ -16,14 +17,13 @@ from mochaos.invariants.judged import (
     freezes,
     judged,
 )
-from mochaos.types import (
+from mochaos.observe.history import (
     APISERVER_AVAILABLE,
     APISERVER_UNAVAILABLE,
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
     OPERATOR_FROZEN,
     OPERATOR_THAWED,
-    CheckOptions,
     History,
     Marker,
 )

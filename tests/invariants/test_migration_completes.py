@@ -1,7 +1,7 @@
 """migration-completes: a migration ends (or its claim is deleted) within the timeout."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, evaluate, get
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
 

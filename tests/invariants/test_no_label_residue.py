@@ -1,7 +1,7 @@
 """no-label-residue: claimed-by labels name a live claim that references the pod (B5, B4)."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import get
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
 

@@ -1,7 +1,8 @@
 """no-leaked-pods: after the epilogue, pool pods are released and no CNClaim is left."""
 
+from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import CLAIM_FINALIZER
 from mochaos.invariants import evaluate, get
-from mochaos.types import CLAIM_FINALIZER, CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
 

@@ -1,7 +1,7 @@
 """pod-claim-agreement: after settle, Bound pods and live Bound claims name each other."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate, get
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind
 

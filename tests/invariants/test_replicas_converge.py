@@ -1,7 +1,8 @@
 """replicas-converge: CNClaimSet status reaches spec.replicas within the timeout."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, get
-from mochaos.types import Change, CheckOptions, History
+from mochaos.observe.history import Change, History
 
 from .builders import HistoryBuilder, ticks
 

@@ -2,8 +2,8 @@
 
 from dataclasses import replace
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import get
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder
 

@@ -1,7 +1,7 @@
 """scalein-skips-migrating: scale-in never deletes a migrating claim while others exist (B2, B6)."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, evaluate, get
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind, ticks
 

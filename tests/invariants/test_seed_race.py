@@ -7,8 +7,8 @@ X and its Finalize retries every 2 s for 90 s; fixed, it deletes Y instead, X's
 migration completes, and the epilogue releases everything.
 """
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate
-from mochaos.types import CheckOptions
 
 from .builders import HistoryBuilder, bind
 

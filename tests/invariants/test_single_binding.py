@@ -1,7 +1,8 @@
 """single-binding: the operator never adds a reference to a pod another live claim holds."""
 
+from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, get
-from mochaos.types import ActionRecord, CheckOptions
+from mochaos.observe.history import ActionRecord
 
 from .builders import HistoryBuilder, bind
 

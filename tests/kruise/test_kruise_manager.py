@@ -18,11 +18,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos.cluster import doubles_host, environment
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import LocalProvider
 from mochaos.crds import KRUISE_OWNER, OWNER_LABEL
 from mochaos.doubles import DoubleContext
 from mochaos.kruise import manager, module
-from mochaos.types import Cluster, Environment
+from mochaos.kube import Cluster
 
 from polling import wait_until
 

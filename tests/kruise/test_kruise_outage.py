@@ -18,10 +18,10 @@ from kubernetes.client.rest import ApiException
 from test_kruise_manager import GROUP, PLURAL, VERSION, cloneset
 
 from mochaos.binaries import control_plane
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import LocalProvider
 from mochaos.kruise import module
 from mochaos.kube import new_api_client
-from mochaos.types import Environment
 
 NAMESPACE = "mc-kruise-outage"
 

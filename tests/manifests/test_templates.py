@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import UsageError
 from mochaos.images.node_image import STORAGE_MANIFEST
 from mochaos.tooling.apply import MANIFESTS, render_manifest
-from mochaos.types import RUN_ID_LABEL
 
 NODE_IMAGE = [STORAGE_MANIFEST]
 """Rendered once into the kind node image, not per run: no run label."""

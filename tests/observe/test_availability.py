@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from mochaos.observe.availability import PERIOD, TIMEOUT, AvailabilityProbe
-from mochaos.types import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE
+from mochaos.observe.history import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE
 
 
 class Frozen:

@@ -8,13 +8,13 @@ import subprocess
 import sys
 import threading
 
-from mochaos.observe.periods import stopped, watch_dependency, watch_freezes
-from mochaos.types import (
+from mochaos.observe.history import (
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
     OPERATOR_FROZEN,
     OPERATOR_THAWED,
 )
+from mochaos.observe.periods import stopped, watch_dependency, watch_freezes
 
 from polling import wait_until
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from mochaos.observe.history import ActionRecord, Marker
 from mochaos.observe.recorder import Recorder
-from mochaos.types import ActionRecord, Marker
 
 
 def _recorder() -> Recorder:

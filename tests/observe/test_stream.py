@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from mochaos.cluster import events
+from mochaos.observe.history import ActionRecord, History, Marker
 from mochaos.observe.recorder import CLUSTER_COMPONENT, Recorder
 from mochaos.observe.stream import FLUSH_PERIOD
-from mochaos.types import ActionRecord, History, Marker
 
 CHILD = """
 import sys, time

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.observe import vocabulary
+from mochaos.observe.history import ActionRecord, History, LogRecord
 from mochaos.observe.oplog import count_retries, parse_log_line
 from mochaos.observe.vocabulary import (
     MESSAGES,
@@ -18,7 +19,6 @@ from mochaos.observe.vocabulary import (
     finalize_retries,
     is_error,
 )
-from mochaos.types import ActionRecord, History, LogRecord
 
 MODEL = Path(vocabulary.__file__).parents[1] / "model"
 CONSTANTS = {

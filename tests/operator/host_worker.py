@@ -20,12 +20,12 @@ from typing import Any
 
 from mochaos import progress
 from mochaos.errors import MochaosError
+from mochaos.kube import Cluster
 from mochaos.operator import webhooks
 from mochaos.operator.checkout import Checkout
 from mochaos.operator.manager_build import build_manager
 from mochaos.operator.manager_target import ManagerTarget
 from mochaos.operator.webhook_host import WebhookHost
-from mochaos.types import Cluster
 
 
 def serving(port: int, ca: Path) -> bool:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mochaos.kube import Cluster
 from mochaos.operator.chart_target import ImageTarget
 from mochaos.operator.matrixone.waits import IMAGE_PULL
-from mochaos.types import Cluster
 
 
 def _cluster(provider: str) -> Cluster:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from mochaos.errors import InfraError, UsageError
+from mochaos.kube import Cluster
 from mochaos.operator import webhook_host, webhooks
 from mochaos.operator.container import (
     ContainerHost,
@@ -23,9 +24,9 @@ from mochaos.operator.container import (
     start_container,
 )
 from mochaos.operator.manager import READY_CONTROLLERS, ManagerLaunch
+from mochaos.operator.target import Waits
 from mochaos.tooling.docker_cli import ContainerState, DockerCli
 from mochaos.tooling.runner import RecordingRunner, Result
-from mochaos.types import Cluster, Waits
 
 IMAGE = "mochaos-test/matrixone-operator:2301e3b"
 

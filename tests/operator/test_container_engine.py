@@ -26,12 +26,13 @@ import yaml
 from standins import go_build
 
 from mochaos.errors import UsageError
+from mochaos.kube import Cluster
 from mochaos.operator import checkout as co
 from mochaos.operator.container import ContainerSpec, OperatorContainer, manager_container
 from mochaos.operator.manager import ManagerLaunch
 from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.operator.target import Waits
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.types import Cluster, Waits
 
 import polling
 

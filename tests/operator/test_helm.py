@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from mochaos.errors import EXIT_INFRA, BuildError, InfraError
+from mochaos.kube import Cluster
 from mochaos.operator.helm import (
     KRUISE_FEATURE_GATES,
     ChartOptions,
@@ -25,7 +26,6 @@ from mochaos.operator.helm import (
 )
 from mochaos.paths import cache_dir
 from mochaos.tooling.runner import RecordingRunner, SubprocessRunner
-from mochaos.types import Cluster
 
 CLUSTER = Cluster(
     name="mochaos", provider="kind", kubeconfig=Path("/s/kubeconfig"), version="v1.36.4",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
+from mochaos.kube import Cluster
 from mochaos.kubeconfig import write_single_context
 from mochaos.operator.manager import ManagerLaunch, ready_in_log, write_config_dir
-from mochaos.types import Cluster
 
 
 def test_the_config_dir_holds_one_file_per_field(tmp_path: Path):

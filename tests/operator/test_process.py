@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.operator.process import OperatorProcess, read_lines, tail
-from mochaos.types import Waits
+from mochaos.operator.target import Waits
 
 
 @pytest.fixture(autouse=True)

@@ -15,9 +15,10 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos import namespaces, runstate
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError
+from mochaos.operator.target import Waits
 from mochaos.operator.warm import MEMORY_FLOOR, Warm, WarmNamespaces
-from mochaos.types import RUN_ID_LABEL, Waits
 
 from polling import wait_until
 

@@ -27,12 +27,12 @@ import yaml
 from standins import go_build
 
 from mochaos.errors import UsageError
+from mochaos.kube import Cluster
 from mochaos.operator.manager import ManagerLaunch
 from mochaos.operator.manager_target import ManagerTarget
 from mochaos.operator.webhook_host import WebhookHost, port_free, spawn
 from mochaos.operator.webhooks import host_args, make_certificates
 from mochaos.procs import cmdline, start_time
-from mochaos.types import Cluster
 
 from polling import wait_until
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from mochaos.types import History, ScenarioResult
+from mochaos.observe.history import History
+from mochaos.report.result import ScenarioResult
 
 DATA = Path(__file__).with_name("data")
 

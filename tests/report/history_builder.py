@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mochaos.invariants.verdict import Verdict
 from mochaos.report import history, rundir
 from mochaos.report.qualify import qualify
+from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import merge_summary, write_result
-from mochaos.types import ScenarioResult, Verdict
 
 
 @dataclass

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mochaos.types import (
+from mochaos.ctrl.objects import (
     API_VERSION,
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
@@ -24,15 +24,10 @@ from mochaos.types import (
     INSTANCE_ID_LABEL,
     PHASE_LABEL,
     POOL_NAME_LABEL,
-    ActionRecord,
-    Change,
-    History,
-    LogRecord,
-    Marker,
-    ScenarioResult,
-    Verdict,
-    Violation,
 )
+from mochaos.invariants.verdict import Verdict, Violation
+from mochaos.observe.history import ActionRecord, Change, History, LogRecord, Marker
+from mochaos.report.result import ScenarioResult
 
 DATA = Path(__file__).with_name("data")
 SEED_START = datetime(2026, 5, 30, 11, 20, 0, tzinfo=UTC).timestamp()

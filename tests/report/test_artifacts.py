@@ -4,8 +4,8 @@ import json
 
 import yaml
 
+from mochaos.observe.history import History
 from mochaos.report.artifacts import write_artifacts, write_timeline
-from mochaos.types import History
 
 from .report_histories import NAMESPACE, HistoryBuilder
 

@@ -9,11 +9,12 @@ import pytest
 
 from mochaos import cli
 from mochaos.errors import UsageError
+from mochaos.invariants.verdict import Verdict
 from mochaos.report import history
 from mochaos.report.qualify import qualify
+from mochaos.report.result import ScenarioResult
 from mochaos.report.stats import wilson_interval
 from mochaos.report.summary import merge_summary, write_result
-from mochaos.types import ScenarioResult, Verdict
 
 from .history_builder import Night, record_nights
 

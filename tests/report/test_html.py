@@ -2,8 +2,8 @@
 
 import re
 
+from mochaos.ctrl.objects import PHASE_LABEL
 from mochaos.report.html import build_lanes, render_html
-from mochaos.types import PHASE_LABEL
 
 from .browser import chromium, needs_chromium
 from .report_histories import HistoryBuilder

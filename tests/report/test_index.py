@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mochaos.invariants.verdict import Verdict
 from mochaos.report.index import write_index
+from mochaos.report.result import ScenarioResult
 from mochaos.report.rundir import test_dir
 from mochaos.report.summary import write_result
-from mochaos.types import ScenarioResult, Verdict
 
 
 def test_every_test_is_listed_with_its_verdict_and_relative_links(tmp_path: Path):

@@ -4,6 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from mochaos.invariants.verdict import Verdict
 from mochaos.report.junit import (
     SCHEMA_PATH,
     JUnitCase,
@@ -12,7 +13,7 @@ from mochaos.report.junit import (
     read_junit,
     validate_junit,
 )
-from mochaos.types import ScenarioResult, Verdict
+from mochaos.report.result import ScenarioResult
 
 pytest_plugins = ["pytester"]
 
@@ -75,7 +76,8 @@ def test_bugs_are_deduplicated_and_naturally_sorted_and_seed_is_optional():
 INNER_TEST = """
 import pytest
 from mochaos.report.junit import junit_properties
-from mochaos.types import ScenarioResult, Verdict
+from mochaos.report.result import ScenarioResult
+from mochaos.invariants.verdict import Verdict
 
 
 @pytest.mark.parametrize("n", range(4))

@@ -10,11 +10,12 @@ import pytest
 
 from mochaos import cli
 from mochaos.errors import UsageError
+from mochaos.invariants.verdict import Verdict
 from mochaos.report import rundir
 from mochaos.report.junit import read_junit, validate_junit
 from mochaos.report.merge import merge, verdict_table
+from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import merge_summary, write_result
-from mochaos.types import ScenarioResult, Verdict
 
 CASE = '<testcase classname="suites.t" name="{name}" time="1">{body}</testcase>'
 JUNIT = ('<testsuites><testsuite name="pytest" tests="{n}" failures="{f}" errors="0" '

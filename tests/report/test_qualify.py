@@ -6,11 +6,12 @@ from pathlib import Path
 import pytest
 
 from mochaos.errors import UsageError
+from mochaos.invariants.verdict import Verdict
 from mochaos.report import rundir
 from mochaos.report.junit import validate_junit
 from mochaos.report.qualify import qualify
+from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import merge_summary, write_result
-from mochaos.types import ScenarioResult, Verdict
 
 META = {"operator_target": "model:fixed", "operator_version": "v1", "cluster_provider": "local"}
 JUNIT = (

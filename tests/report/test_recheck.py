@@ -13,7 +13,8 @@ import pytest
 from mochaos.cli import main
 from mochaos.config import CheckOptions
 from mochaos.invariants import ALL
-from mochaos.types import History, LogRecord, ScenarioResult
+from mochaos.observe.history import History, LogRecord
+from mochaos.report.result import ScenarioResult
 
 DATA = Path(__file__).with_name("data")
 CAPTURED = "seed_upstream_captured"

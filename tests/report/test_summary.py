@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from mochaos.errors import InfraError
+from mochaos.invariants.verdict import Verdict, Violation
 from mochaos.report import rundir
+from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import merge_summary, terminal_line, write_result
-from mochaos.types import ScenarioResult, Verdict, Violation
 
 META = {
     "operator_target": "model:upstream",

@@ -13,7 +13,7 @@ import signal
 
 from mochaos.report.rundir import create_run_dir, test_dir
 from mochaos.report.summary import write_result
-from mochaos.types import ScenarioResult
+from mochaos.report.result import ScenarioResult
 
 
 def test_first(mochaos, request):

@@ -6,17 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL
+from mochaos.invariants.verdict import Verdict, Violation
+from mochaos.observe.history import OPERATOR_FROZEN, OPERATOR_THAWED, History
+from mochaos.report.result import ScenarioResult
 from mochaos.report.timeline import build_rows, render_markdown
-from mochaos.types import (
-    CLAIMED_BY_LABEL,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
-    PHASE_LABEL,
-    History,
-    ScenarioResult,
-    Verdict,
-    Violation,
-)
 
 from .report_histories import HistoryBuilder
 

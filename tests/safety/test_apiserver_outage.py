@@ -11,8 +11,8 @@ import json
 
 from mochaos.cluster import events
 from mochaos.cluster.local import LocalProvider
+from mochaos.observe.history import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE, History, Marker
 from mochaos.observe.recorder import CLUSTER_COMPONENT
-from mochaos.types import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE, History, Marker
 
 from .helpers import CHILD, child_env, needs_binaries
 

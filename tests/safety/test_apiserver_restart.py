@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from mochaos.cluster.local import LocalProvider
+from mochaos.ctrl.objects import SESSIONS_ANNOTATION
 from mochaos.errors import InfraError, UsageError
-from mochaos.types import SESSIONS_ANNOTATION, ActionRecord, Change, History, Marker
+from mochaos.observe.history import ActionRecord, Change, History, Marker
 
 from .helpers import CHILD, child_env, needs_binaries, private_cluster_name
 

@@ -21,8 +21,8 @@ import yaml
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError
 from mochaos.operator.process import OperatorProcess
+from mochaos.operator.target import Waits
 from mochaos.procs import cmdline
-from mochaos.types import Waits
 
 from .helpers import (
     ROOT,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate
+from mochaos.observe.history import History
 from mochaos.observe.stream import FLUSH_PERIOD
-from mochaos.types import History
 
 from .helpers import (
     ROOT,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mochaos.types import DEPENDENCY_AVAILABLE, DEPENDENCY_UNAVAILABLE, History
+from mochaos.observe.history import DEPENDENCY_AVAILABLE, DEPENDENCY_UNAVAILABLE, History
 
 from .helpers import CHILD, child_env, needs_binaries
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.cluster.supervisor import KUBECONFIG_FILE
-from mochaos.types import OPERATOR_FROZEN, OPERATOR_THAWED, History
+from mochaos.observe.history import OPERATOR_FROZEN, OPERATOR_THAWED, History
 
 from .helpers import CHILD, ROOT, child_env, needs_binaries, run_child
 

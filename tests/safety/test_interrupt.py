@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
 from mochaos.procs import cmdline
-from mochaos.types import GROUP, RUN_ID_LABEL, VERSION
 
 from .helpers import (
     CHILD,

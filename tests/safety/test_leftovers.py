@@ -19,13 +19,13 @@ from kubernetes.client.rest import ApiException
 
 from mochaos import crds
 from mochaos.cluster.local import LocalProvider
-from mochaos.kube import api_client
+from mochaos.ctrl.objects import RUN_ID_LABEL
+from mochaos.kube import Cluster, api_client
 from mochaos.operator import webhooks
 from mochaos.operator.leftovers import sweep
 from mochaos.operator.webhook_host import spawn
 from mochaos.paths import state_dir
 from mochaos.procs import start_time
-from mochaos.types import RUN_ID_LABEL, Cluster
 
 from .helpers import (
     ROOT,

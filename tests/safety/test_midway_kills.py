@@ -19,10 +19,11 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline
+from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import write_result
-from mochaos.types import RUN_ID_LABEL, ScenarioResult
 
 from .child.stuck_teardown import HOLD, held_pod
 from .helpers import (

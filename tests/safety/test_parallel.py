@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from mochaos.cluster.local import LocalProvider
-from mochaos.types import History
+from mochaos.observe.history import History
 
 from .helpers import child_env, needs_binaries
 

@@ -20,8 +20,8 @@ from kubernetes.client.rest import ApiException
 
 from mochaos import runstate
 from mochaos.cleanup import delete_namespace
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.procs import cmdline
-from mochaos.types import RUN_ID_LABEL
 
 from .helpers import dead_pid
 from polling import wait_until
@@ -184,9 +184,9 @@ def test_a_gone_cluster_is_not_retried(state):
 
 
 def test_findings_of_a_finished_teardown_go_to_the_killed_tests_result(state, tmp_path):
+    from mochaos.report.result import ScenarioResult
     from mochaos.report.summary import write_result
     from mochaos.report.testreport import add_findings
-    from mochaos.types import ScenarioResult
 
     folder = tmp_path / "reports" / "run" / "suites.test_x"
     write_result(folder, ScenarioResult(nodeid="suites/test_x.py::test_x", outcome="passed"))

@@ -10,10 +10,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
+from mochaos.observe.history import History
 from mochaos.observe.recorder import Recorder
 from mochaos.scenario.actions import Actions, ScopeError
 from mochaos.scenario.topology import cn_claim
-from mochaos.types import GROUP, RUN_ID_LABEL, VERSION, History
 
 from .helpers import needs_binaries
 

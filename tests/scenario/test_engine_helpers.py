@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
+from mochaos.invariants.verdict import Verdict, Violation
+from mochaos.observe.history import Change, History, State
+from mochaos.report.result import ScenarioResult
 from mochaos.scenario.engine import describe_state, failure_message
-from mochaos.types import (
-    Change,
-    History,
-    ScenarioResult,
-    State,
-    Verdict,
-    Violation,
-)
 
 
 def _claim(name: str, *, t: float, rv: int, deleting: bool = False, source: str = "") -> Change:

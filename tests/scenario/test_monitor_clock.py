@@ -8,13 +8,13 @@ import time
 from invariants.builders import HistoryBuilder, bind
 
 from mochaos.config import CheckOptions
-from mochaos.scenario.checker import Monitor
-from mochaos.types import (
+from mochaos.observe.history import (
     APISERVER_AVAILABLE,
     APISERVER_UNAVAILABLE,
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
 )
+from mochaos.scenario.checker import Monitor
 
 
 class _Journal:

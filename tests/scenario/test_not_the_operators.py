@@ -9,18 +9,18 @@ import time
 import pytest
 from invariants.builders import HistoryBuilder, ticks
 
+from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive, InfraError
-from mochaos.scenario.checker import Checker, RunInfo, not_the_operators
-from mochaos.scenario.triggers import Triggers
-from mochaos.types import (
+from mochaos.observe.history import (
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
     OPERATOR_FROZEN,
     OPERATOR_THAWED,
-    CheckOptions,
     History,
     State,
 )
+from mochaos.scenario.checker import Checker, RunInfo, not_the_operators
+from mochaos.scenario.triggers import Triggers
 
 OPTIONS = CheckOptions(converge_timeout=60)
 

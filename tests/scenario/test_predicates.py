@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mochaos.observe.history import Change, State
 from mochaos.scenario.predicates import MIGRATION_PHASES, name_of
-from mochaos.types import Change, State
 
 PHASE = "pool.matrixorigin.io/phase"
 HOLDER = "pool.matrixorigin.io/claimed-by"

@@ -8,11 +8,12 @@ from typing import Any
 from kubernetes import client
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import SESSIONS_ANNOTATION
 from mochaos.observe.recorder import Recorder
+from mochaos.operator.target import Waits
 from mochaos.scenario.actions import Actions
 from mochaos.scenario.triggers import Triggers
 from mochaos.scenario.workload import Workload
-from mochaos.types import SESSIONS_ANNOTATION, Waits
 
 
 class EnvironmentWithSessions:

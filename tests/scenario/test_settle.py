@@ -18,10 +18,11 @@ from invariants.builders import HistoryBuilder
 
 from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive
+from mochaos.observe.history import Entry, History, Marker
+from mochaos.operator.target import Waits
 from mochaos.scenario.actions import Actions
 from mochaos.scenario.checker import Checker, RunInfo
 from mochaos.scenario.workload import BIND_REQUEUE, SYNC_QUIET, Workload
-from mochaos.types import Entry, History, Marker, Waits
 
 OPTIONS = CheckOptions(finalize_timeout=2.0, retry_window=2.0, grace=0.5)
 QUIET = 0.3

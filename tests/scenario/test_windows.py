@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from invariants.builders import HistoryBuilder
 
-from mochaos.ctrl.objects import labels_of
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, labels_of
+from mochaos.observe.history import ActionRecord
 from mochaos.scenario.actions import Fired
 from mochaos.scenario.nemesis import Nemesis
 from mochaos.scenario.predicates import named
-from mochaos.types import CLAIMED_BY_LABEL, ActionRecord
 
 
 class _Actions:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mochaos.invariants import ALL
-from mochaos.types import History
+from mochaos.observe.history import History
 
 SEED = "test_scalein_during_migration and not race and not sweep"
 WINDOW = 60 * 0.2

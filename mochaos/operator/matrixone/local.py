@@ -18,12 +18,12 @@ from mochaos.doubles import state_dir
 from mochaos.doubles.matrixone import files as mo_files
 from mochaos.doubles.matrixone.client import ControlClient
 from mochaos.errors import InfraError
-from mochaos.kube import api_client
+from mochaos.kube import Cluster, api_client
 from mochaos.operator.matrixone.minio import S3Store
 from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE, Topology, prepare_namespace
 from mochaos.operator.matrixone.waits import local
+from mochaos.operator.target import PoolSpec
 from mochaos.progress import phase
-from mochaos.types import Cluster, PoolSpec
 
 UNUSED_STORE = S3Store(
     endpoint="http://127.0.0.1:1", bucket="mochaos", access_key="mochaos", secret_key="mochaos",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mochaos.cluster.kind import KIND_NETWORK
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError
 from mochaos.images import minio as minio_image
 from mochaos.operator.matrixone.waits import IMAGE_PULL, POD_START
@@ -26,7 +27,6 @@ from mochaos.tooling.docker_cli import DockerCli, daemon_reason
 from mochaos.tooling.extras import import_extra
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.waiting import Check, wait_for
-from mochaos.types import RUN_ID_LABEL
 
 MINIO_IMAGE = minio_image.UPSTREAM_IMAGE
 """The release the operator's own e2e pins; its image ships the ``mc`` client we use."""

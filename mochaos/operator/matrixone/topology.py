@@ -12,13 +12,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
 from mochaos.images.matrixone import DEFAULT_VERSION, image_ref
 from mochaos.operator.matrixone.minio import SECRET_NAME, S3Store, minio_secret
 from mochaos.operator.matrixone.waits import Timings
+from mochaos.operator.target import PoolSpec
 from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.waiting import wait_for
-from mochaos.types import GROUP, RUN_ID_LABEL, VERSION, PoolSpec
 
 TOPOLOGY_DIR = MANIFESTS / "matrixone"
 DEFAULT_MO_IMAGE = image_ref(DEFAULT_VERSION)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mochaos.types import Waits as ScenarioWaits
+from mochaos.operator.target import Waits as ScenarioWaits
 
 # The operator's intervals, in seconds.
 REQUEUE = 2.0

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mochaos.ctrl.objects import COMPONENT_LABEL
 from mochaos.errors import InfraError
 
 _QUANTITY = re.compile(r"(\d+)(Ki|Mi|Gi|Ti|k|M|G|T)?")
@@ -171,9 +172,7 @@ def plan_pods(
         _by_kind(objects, "StatefulSet") + _by_kind(objects, "CloneSet"),
         key=lambda w: (
             w["kind"] != "StatefulSet",
-            order.get(
-                w["spec"]["template"]["metadata"]["labels"].get("matrixorigin.io/component", ""), 2
-            ),
+            order.get(w["spec"]["template"]["metadata"]["labels"].get(COMPONENT_LABEL, ""), 2),
         ),
     )
     pods = []

@@ -20,7 +20,7 @@ from mochaos import runstate
 from mochaos.doubles import DoubleContext
 from mochaos.doubles.matrixone import SPEC, crds
 from mochaos.doubles.matrixone.client import ControlClient
-from mochaos.types import Cluster
+from mochaos.kube import Cluster
 
 # Short HAKeeper timings, so a deleted pod's store times out within seconds.
 FAST_FLAGS = ("--cn-store-timeout", "2s", "--hakeeper-check-interval", "500ms")

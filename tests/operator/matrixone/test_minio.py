@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError
 from mochaos.operator.matrixone.minio import (
     ACCESS_KEY,
@@ -23,7 +24,6 @@ from mochaos.operator.matrixone.minio import (
 from mochaos.paths import state_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.runner import RecordingRunner, Result
-from mochaos.types import RUN_ID_LABEL
 
 STORE = S3Store("http://172.18.0.9:9000", BUCKET, ACCESS_KEY, SECRET_KEY, "docker")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mochaos.ctrl.objects import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL
 from mochaos.operator.matrixone.minio import ACCESS_KEY, BUCKET, SECRET_KEY, SECRET_NAME, S3Store
 from mochaos.operator.matrixone.topology import (
     Topology,
@@ -20,7 +21,6 @@ from mochaos.operator.matrixone.waits import Timings
 from mochaos.scenario.topology import cn_pool
 from mochaos.tooling.apply import apply_objects
 from mochaos.tooling.waiting import wait_for
-from mochaos.types import API_VERSION, CLAIMSET_LABEL, POOL_NAME_LABEL, RUN_ID_LABEL
 
 STORE = S3Store("http://172.18.0.9:9000", BUCKET, ACCESS_KEY, SECRET_KEY, "docker")
 FAST = Timings(image_pull=0, margin=0.5)

@@ -16,9 +16,9 @@ import pytest
 
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import UsageError
+from mochaos.kube import Cluster
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import claim_bound
-from mochaos.types import Cluster
 
 pytestmark = pytest.mark.scenario
 

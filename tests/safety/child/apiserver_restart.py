@@ -18,9 +18,9 @@ import pytest
 from mochaos.cluster.local import LocalProvider
 from mochaos.cluster.processes import ProcessSpec
 from mochaos.errors import Inconclusive, UsageError
+from mochaos.kube import Cluster
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.predicates import claim_bound
-from mochaos.types import Cluster
 
 pytestmark = pytest.mark.scenario
 

@@ -17,13 +17,14 @@ import time
 import pytest
 
 from mochaos.cluster import doubles_host
+from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import UsageError
 from mochaos.kruise import manager
 from mochaos.kruise.module import DEFAULT_VERSION
+from mochaos.kube import Cluster
 from mochaos.scenario.engine import Scenario
 from mochaos.scenario.recipes import build_seed, scale_in_during_migration
-from mochaos.types import Cluster, Environment
 
 from polling import wait_until
 

@@ -1,0 +1,251 @@
+"""The history of one test namespace: what was seen, in the order it was seen.
+
+Watch events (:class:`Change`), the operator's log lines (:class:`LogRecord`), mo-chaos's
+own actions (:class:`ActionRecord`) and named points (:class:`Marker`), each with the
+recorder's sequence number and wall time; :class:`History` holds them (streamed to disk as
+JSON lines), :class:`State` is the objects as of one point. The recorder writes it; the
+invariants and the reports read it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One watch event of one object: the object as the apiserver sent it."""
+
+    seq: int
+    t: float
+    kind: str
+    event: str
+    namespace: str
+    name: str
+    rv: int
+    obj: dict[str, Any]
+    component: str = "apiserver"
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One structured log line of the operator under test (or of the model)."""
+
+    seq: int
+    t: float
+    level: str
+    msg: str
+    namespace: str
+    name: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    component: str = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One chaos or agent action, with proof of when it landed.
+
+    ``trigger_rv`` is the resourceVersion of the observation that satisfied the
+    action's trigger (None for an unconditional action); ``write_rv`` is the
+    resourceVersion the apiserver gave our write. ``in_window`` is filled in
+    when the recorder verified that the trigger still held at ``write_rv``.
+    ``intent`` marks a record appended before its write was sent (``write_rv``
+    and ``error`` filled in when it returned): any change the write caused comes
+    after it in the history.
+    """
+
+    seq: int
+    t: float
+    action: str
+    kind: str
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    trigger: str | None = None
+    trigger_rv: int | None = None
+    write_rv: int | None = None
+    error: str | None = None
+    in_window: bool | None = None
+    component: str = "chaos"
+    intent: bool = False
+
+
+APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
+"""Label of the marker that starts a period the apiserver did not answer."""
+APISERVER_AVAILABLE = "cluster: apiserver available again"
+"""Label prefix of the marker that ends it (the period's length follows)."""
+DEPENDENCY_UNAVAILABLE = "cluster: dependency unavailable"
+"""Label prefix of the marker that starts a period a process the operator depends on (the
+MatrixOne double, the workload controller) was down or unhealthy: ``…: <name> (<why>)``."""
+DEPENDENCY_AVAILABLE = "cluster: dependency available again"
+"""Label prefix of the marker that ends it: ``…: <name> after <seconds>s``."""
+OPERATOR_FROZEN = "operator: process stopped"
+"""Label prefix of the marker that starts a period the operator's process was stopped
+(SIGSTOP: the framework's pause fault, or someone else): ``…: <pid> (SIGSTOP)``."""
+OPERATOR_THAWED = "operator: process running again"
+"""Label prefix of the marker that ends it: ``… after <seconds>s``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A named point in the scenario (started, epilogue, settled, ...)."""
+
+    seq: int
+    t: float
+    label: str
+    component: str = "chaos"
+
+
+Entry: TypeAlias = Change | LogRecord | ActionRecord | Marker
+
+_ENTRY_TYPES: dict[str, type] = {
+    "change": Change,
+    "log": LogRecord,
+    "action": ActionRecord,
+    "marker": Marker,
+}
+_TYPE_NAMES = {cls: name for name, cls in _ENTRY_TYPES.items()}
+
+
+def entry_to_dict(entry: Entry) -> dict[str, Any]:
+    """Serialise an entry to a JSON-able dict with a ``type`` discriminator."""
+    return {"type": _TYPE_NAMES[type(entry)], **asdict(entry)}
+
+
+def entry_from_dict(data: dict[str, Any]) -> Entry:
+    """Inverse of :func:`entry_to_dict`."""
+    data = dict(data)
+    cls = _ENTRY_TYPES[data.pop("type")]
+    return cls(**data)
+
+
+class State:
+    """The objects as of some point of a History: kind -> name -> object."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def apply(self, change: Change) -> None:
+        """Fold one watch event into the state."""
+        bucket = self.objects.setdefault(change.kind, {})
+        if change.event == "DELETED":
+            bucket.pop(change.name, None)
+        else:
+            bucket[change.name] = change.obj
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        """The object, or None when it does not exist at this point."""
+        return self.objects.get(kind, {}).get(name)
+
+    def all(self, kind: str) -> dict[str, dict[str, Any]]:
+        """All objects of a kind, by name."""
+        return self.objects.get(kind, {})
+
+    def copy(self) -> State:
+        """A shallow copy (objects are treated as immutable)."""
+        other = State()
+        other.objects = {k: dict(v) for k, v in self.objects.items()}
+        return other
+
+
+class History(Sequence[Entry]):
+    """An immutable, ordered sequence of entries (receive order = ``seq``)."""
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        self._entries: tuple[Entry, ...] = tuple(entries)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._entries[index]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self._entries)
+
+    @property
+    def start(self) -> float:
+        """Time of the first entry (0.0 for an empty history)."""
+        return self._entries[0].t if self._entries else 0.0
+
+    @property
+    def end(self) -> float:
+        """Time of the last entry (0.0 for an empty history)."""
+        return self._entries[-1].t if self._entries else 0.0
+
+    def changes(self, kind: str | None = None) -> Iterator[Change]:
+        """Watch events, optionally of one kind."""
+        for e in self._entries:
+            if isinstance(e, Change) and (kind is None or e.kind == kind):
+                yield e
+
+    def logs(self, msg: str | None = None) -> Iterator[LogRecord]:
+        """Operator log records, optionally only those with an exact message."""
+        for e in self._entries:
+            if isinstance(e, LogRecord) and (msg is None or e.msg == msg):
+                yield e
+
+    def actions(self, action: str | None = None) -> Iterator[ActionRecord]:
+        """Chaos/agent actions, optionally of one name."""
+        for e in self._entries:
+            if isinstance(e, ActionRecord) and (action is None or e.action == action):
+                yield e
+
+    def markers(self) -> Iterator[Marker]:
+        """Scenario markers."""
+        for e in self._entries:
+            if isinstance(e, Marker):
+                yield e
+
+    def replay(self) -> Iterator[tuple[Entry, State]]:
+        """Yield each entry with the object state *after* it (state is shared, mutable)."""
+        state = State()
+        for e in self._entries:
+            if isinstance(e, Change):
+                state.apply(e)
+            yield e, state
+
+    def state_at_rv(self, rv: int) -> State:
+        """Objects as of resourceVersion ``rv`` (etcd revisions are global)."""
+        state = State()
+        for e in self._entries:
+            if isinstance(e, Change) and e.rv <= rv:
+                state.apply(e)
+        return state
+
+    def final_state(self) -> State:
+        """Objects after the last entry."""
+        state = State()
+        for e in self.changes():
+            state.apply(e)
+        return state
+
+    def to_jsonl(self, path: Path) -> None:
+        """Write the history as JSON lines (one entry per line; gzip when named ``*.gz``)."""
+        with _open_text(path, "w") as fh:
+            for e in self._entries:
+                fh.write(json.dumps(entry_to_dict(e), sort_keys=True) + "\n")
+
+    @classmethod
+    def from_jsonl(cls, path: Path) -> History:
+        """Read a history written by :meth:`to_jsonl` or streamed by the recorder: a later
+        line with the same ``seq`` supersedes the earlier one (an entry completed after it
+        was written, see mochaos.observe.stream), entries keep their first position."""
+        entries: dict[int, Entry] = {}
+        with _open_text(path, "r") as fh:
+            for line in fh:
+                if line.strip():
+                    entry = entry_from_dict(json.loads(line))
+                    entries[entry.seq] = entry
+        return cls(entries.values())
+
+
+def _open_text(path: Path, mode: str) -> IO[str]:
+    """Open a text file, through gzip when its name ends in ``.gz``."""
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return path.open(mode, encoding="utf-8")
