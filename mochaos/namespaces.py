@@ -30,6 +30,7 @@ from urllib3.exceptions import HTTPError
 from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
 from mochaos.errors import InfraError, UsageError
 from mochaos.progress import LOGGER
+from mochaos.tooling.waiting import wait_for
 
 FINALIZED_KINDS: tuple[tuple[str, str, str], ...] = (
     # (group, version, plural) of every namespaced kind the operator or its dependencies
@@ -101,16 +102,16 @@ def create(api: client.ApiClient, name: str, *, run_id: str) -> None:
     """Create the namespace labelled with the run id; wait until pods may be created in it."""
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id}}})
-    deadline = time.monotonic() + SERVICE_ACCOUNT_TIMEOUT
-    while time.monotonic() < deadline:
-        accounts = core.list_namespaced_service_account(name).items
-        if any(a.metadata.name == "default" for a in accounts):
-            return
-        time.sleep(0.05)
-    raise InfraError(
-        f"namespace {name}: no default ServiceAccount after {SERVICE_ACCOUNT_TIMEOUT:.0f}s",
+
+    def default_account() -> tuple[bool, str]:
+        accounts = [a.metadata.name for a in core.list_namespaced_service_account(name).items]
+        return "default" in accounts, f"service accounts {accounts or 'none'}"
+
+    wait_for(
+        default_account, what=f"namespace {name}'s default ServiceAccount",
+        timeout=SERVICE_ACCOUNT_TIMEOUT, interval=0.05,
         hint="kube-controller-manager is not working; check the cluster's logs",
-    )
+    )  # fmt: skip
 
 
 def request_delete(api: client.ApiClient, name: str) -> bool:

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from mochaos.cluster import runtime_shim
@@ -24,6 +23,7 @@ from mochaos.errors import InfraError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
 from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.waiting import wait_for
 
 RUNTIME_NAME = "mochaos-runc"
 """The name dockerd knows the shim by (``docker info`` DefaultRuntime)."""
@@ -122,17 +122,17 @@ def up(*, progress: Progress = say, facts: HostFacts | None = None) -> bool:
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
-    deadline = time.monotonic() + START_TIMEOUT
-    while not answers():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-            raise InfraError(
-                f"dockerd did not answer on {SOCKET} within {START_TIMEOUT:.0f}s: "
-                f"{_last_line(_log_file())}",
-                hint=f"see {_log_file()}",
-            )
-        time.sleep(0.2)
+    try:
+        wait_for(
+            lambda: (answers(), _last_line(_log_file())), what=f"dockerd on {SOCKET}",
+            timeout=START_TIMEOUT, interval=0.2, hint=f"see {_log_file()}",
+            stop_if=lambda: None if proc.poll() is None
+            else f"dockerd exited ({proc.returncode}): {_last_line(_log_file())}",
+        )  # fmt: skip
+    except InfraError:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        raise
     progress(f"Docker engine: dockerd {proc.pid} ready (log {_log_file()})")
     return True
 

@@ -52,6 +52,7 @@ from mochaos.kube import Cluster
 from mochaos.paths import machine_lock, state_dir
 from mochaos.procs import cmdline, stop_group, wait_gone
 from mochaos.progress import announce
+from mochaos.tooling.waiting import wait_for
 
 DEFAULT_NAME = "mochaos"
 NAME_ENV = "MOCHAOS_CLUSTER_NAME"
@@ -671,21 +672,14 @@ class LocalProvider:
         return found
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        last = "no answer"
-        while time.monotonic() < deadline:
-            try:
-                ready = self._ready_nodes(timeout=3)
-                if ready >= self.nodes:
-                    return
-                last = f"{ready}/{self.nodes} nodes Ready"
-            except Exception as err:
-                last = f"API not answering ({type(err).__name__})"
-            time.sleep(0.2)
-        raise InfraError(
-            f"local cluster not ready after {timeout:.0f}s: {last}",
+        def nodes_ready() -> tuple[bool, str]:
+            ready = self._ready_nodes(timeout=3)
+            return ready >= self.nodes, f"{ready}/{self.nodes} nodes Ready"
+
+        wait_for(
+            nodes_ready, what="local cluster", timeout=timeout, interval=0.2,
             hint=f"see the component logs in {self.cluster_dir / 'logs'}",
-        )
+        )  # fmt: skip
 
     def _cluster(self) -> Cluster:
         return Cluster(

@@ -34,6 +34,7 @@ from mochaos.errors import InfraError, UsageError
 from mochaos.kube import Cluster, api_client
 from mochaos.paths import state_dir
 from mochaos.progress import announce
+from mochaos.tooling.waiting import wait_for
 
 OWNER_LABEL = "mochaos.io/crds"
 """``own`` or ``operator``: which set a CRD mo-chaos installed belongs to."""
@@ -114,8 +115,7 @@ def install(cluster: Cluster, crds: CrdSet) -> None:
             announce(f"installing {len(todo)} CRDs ({crds.source}) on {cluster.name}")
         for doc in todo:
             _apply(ext, _labelled(doc, crds))
-        for doc in todo:
-            _wait_established(ext, doc["metadata"]["name"])
+        wait_established(ext, [doc["metadata"]["name"] for doc in todo])
 
 
 def crd_owner(crd: dict[str, Any]) -> str:
@@ -204,17 +204,24 @@ def _apply(ext: client.ApiextensionsV1Api, doc: dict[str, Any]) -> None:
         ) from err
 
 
-def _wait_established(ext: client.ApiextensionsV1Api, name: str) -> None:
-    deadline = time.monotonic() + ESTABLISHED_TIMEOUT
-    while time.monotonic() < deadline:
-        crd = ext.read_custom_resource_definition(name, _request_timeout=10)
-        for cond in (crd.status and crd.status.conditions) or []:
-            if cond.type == "Established" and cond.status == "True":
-                return
-        time.sleep(0.1)
-    raise InfraError(
-        f"CRD {name} not Established after {ESTABLISHED_TIMEOUT:.0f}s", hint="check the apiserver"
-    )
+def wait_established(
+    ext: client.ApiextensionsV1Api, names: list[str], *, timeout: float = ESTABLISHED_TIMEOUT
+) -> None:
+    """Wait until every CRD of ``names`` is Established (served), ``timeout`` for all;
+    InfraError naming the first that is not."""
+    deadline = time.monotonic() + timeout
+    for name in names:
+
+        def established(name: str = name) -> tuple[bool, str]:
+            crd = ext.read_custom_resource_definition(name, _request_timeout=10)
+            conditions = (crd.status and crd.status.conditions) or []
+            held = {c.type: c.status for c in conditions}
+            return held.get("Established") == "True", f"conditions {held or 'none yet'}"
+
+        wait_for(
+            established, what=f"CRD {name}", timeout=max(deadline - time.monotonic(), 0.0),
+            interval=0.1, hint="check the apiserver",
+        )  # fmt: skip
 
 
 def _cluster_key(cluster: Cluster) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ssl
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError
 from mochaos.kube import Cluster, api_client
 from mochaos.progress import announce
+from mochaos.tooling.waiting import wait_for
 
 PORT = 9443
 """The manager's webhook port (fixed in cmd/operator/main.go: ``Port: 9443``)."""
@@ -158,20 +158,18 @@ def wait_serving(
     """Wait until the host completes a TLS handshake on ``port``; InfraError otherwise."""
     import socket
 
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        if not proc_alive():
-            raise InfraError("the operator's webhook host exited", hint=f"see {log}")
-        try:
-            with (
-                socket.create_connection(("127.0.0.1", port), timeout=1) as sock,
-                context.wrap_socket(sock, server_hostname="127.0.0.1"),
-            ):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise InfraError(f"webhook host not serving on :{port} after {READY_TIMEOUT:.0f}s",
-                     hint=f"see {log}")  # fmt: skip
+    def handshake() -> tuple[bool, str]:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=1) as sock,
+            context.wrap_socket(sock, server_hostname="127.0.0.1"),
+        ):
+            return True, "serving"
+
+    wait_for(
+        handshake, what=f"webhook host on :{port}", timeout=READY_TIMEOUT, interval=0.2,
+        hint=f"see {log}",
+        stop_if=lambda: None if proc_alive() else "the operator's webhook host exited",
+    )  # fmt: skip
 
 
 def register(cluster: Cluster, docs: tuple[dict[str, Any], ...]) -> None:

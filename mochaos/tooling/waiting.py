@@ -1,7 +1,9 @@
 """Wait until a condition holds: the one polling policy and the one give-up message.
 
-Every wait of the kind path goes through :func:`wait_for` (tenacity underneath),
-so a wait that gives up always reads ``<what> not ready after <N>s: <last state>``.
+Every wait that polls until a condition holds and fails when it does not goes through
+:func:`wait_for` (tenacity underneath), so a wait that gives up always reads ``<what> not
+ready after <N>s: <last state>``; docs/architecture.md §3 lists the loops that are not such
+waits, and why.
 """
 
 from __future__ import annotations
@@ -37,19 +39,27 @@ def wait_for(
     interval: float = 2.0,
     hint: str = "",
     cancel: threading.Event | None = None,
+    stop_if: Callable[[], str | None] | None = None,
 ) -> str:
     """Poll ``check`` (-> (done, description)) until done; InfraError with the last description.
 
     The policy: a fixed ``interval`` between polls, give up after ``timeout`` or once
     ``cancel`` is set (the work is no longer wanted).
     An exception from ``check`` counts as "not yet" and its text becomes the
-    description, so a flaky API does not end the wait early. Returns the
-    description of the poll that succeeded.
+    description, so a flaky API does not end the wait early. ``stop_if``, asked before
+    each poll, says why waiting longer is pointless (what is waited for has exited): its
+    reason ends the wait at once as an InfraError. Returns the description of the poll
+    that succeeded.
     """
     last = ["nothing observed yet"]
     started = time.monotonic()
+    pointless: list[str] = []
 
     def attempt() -> bool:
+        reason = stop_if() if stop_if is not None else None
+        if reason is not None:
+            pointless.append(reason)
+            return True
         try:
             done, last[0] = check()
         except Exception as err:
@@ -70,4 +80,6 @@ def wait_for(
         if cancel is not None and cancel.is_set():
             raise InfraError(f"{what}: the wait was cancelled", hint=hint) from err
         raise not_ready(what, time.monotonic() - started, last[0], hint=hint) from err
+    if pointless:
+        raise InfraError(pointless[0], hint=hint)
     return last[0]

@@ -9,7 +9,6 @@ where no CRD of that name exists, so the operator's own CRDs always win.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.errors import InfraError
+from mochaos.crds import wait_established
 
 SCHEMAS = Path(__file__).with_name("schemas")
 PLURALS = ("logsets", "dnsets", "cnsets")
@@ -49,20 +48,5 @@ def ensure(api: client.ApiClient, *, timeout: float = 30.0) -> list[str]:
         except ApiException as err:
             if err.status != 409:
                 raise
-    deadline = time.monotonic() + timeout
-    for name in created:
-        while not _established(ext, name):
-            if time.monotonic() > deadline:
-                raise InfraError(
-                    f"CRD {name} not established after {timeout:.0f}s",
-                    hint="check the apiserver's log",
-                )
-            time.sleep(0.1)
+    wait_established(ext, created, timeout=timeout)
     return created
-
-
-def _established(ext: client.ApiextensionsV1Api, name: str) -> bool:
-    crd = ext.read_custom_resource_definition(name)
-    return any(
-        c.type == "Established" and c.status == "True" for c in (crd.status.conditions or [])
-    )
