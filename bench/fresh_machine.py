@@ -39,7 +39,10 @@ DONE = re.compile(
 )
 BUILDING = re.compile(r"mo-chaos[^:]*: building (?P<what>.+?) with go")
 """Progress lines as the terminal shows them (``mo-chaos [gw0]: …`` from an xdist worker)."""
-READY = re.compile(r"cluster \S+ ready in (?P<s>[\d.]+)s")
+READY = re.compile(r"mo-chaos[^:]*: cluster \S+ ready in (?P<s>[\d.]+)s")
+"""Only the live line: pytest's report of a failed test repeats the captured log lines
+(``INFO mochaos:progress.py:… cluster … ready in …``) after the job, and the first
+cluster-ready line is the one that ends the build."""
 LOAD_EVERY = 15.0
 """Seconds between two samples of the load average."""
 
@@ -130,7 +133,7 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
                     what = m["what"]
                 elif m := DONE.search(line):
                     built[m["name"]] = seconds_of(m)
-                elif m := READY.search(line):
+                elif cluster_ready is None and READY.search(line):
                     cluster_ready = time.monotonic() - t0
                     build_cpu = tree_cpu(proc.pid)
                     job_start = time.monotonic()

@@ -24,10 +24,9 @@ from mochaos.paths import cache_dir
 
 BUILD_LANES = 1
 """Components built at once by default. With 2, the first component (kubernetes, most of a
-cold build) gets a lane of its own and the others are built one after the other beside it,
-in the cores the kubernetes build leaves idle (module resolution, its last packages, the
-links); not the default until bench/fresh_machine.py --lanes 1,2 shows it pays on 2 cores
-(docs/speed.md)."""
+cold build) gets a lane of its own and the others are built one after the other beside it.
+On 2 cores that is slower (bench/fresh_machine.py --lanes 1,2: 7 min 56 s against 7 min
+08 s for one lane, docs/speed.md), so one lane is the default."""
 
 LOCK_TIMEOUT = 3600.0
 """Seconds a caller waits for another process's build of the same components."""
