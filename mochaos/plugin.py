@@ -1,41 +1,51 @@
-"""The pytest plugin: it only wires pytest to the layers below.
+"""The pytest plugin: options and hooks that wire pytest to the layers below.
 
 Options come from :mod:`mochaos.config` (one table: option, ini key, environment
-variable, default), checked once in ``pytest_configure``; fixtures hand out the
-cluster, a test namespace, the operator under test and a scenario; report hooks
-classify outcomes (an infrastructure error is never an operator verdict) and print
-one line per scenario. Fixtures: ``mochaos`` (the run's settings), ``cluster``,
-``kube``, ``namespace``, ``operator_target``, ``operator``, ``recorder``, ``scenario``.
+variable, default), checked once in ``pytest_configure``; report hooks classify outcomes
+(an infrastructure error is never an operator verdict) and print one line per scenario.
+The fixtures (``mochaos``, ``cluster``, ``kube``, ``namespace``, ``operator_target``,
+``operator``, ``recorder``, ``scenario``) are :mod:`mochaos.fixtures`', exposed here;
+what a scenario test writes is :mod:`mochaos.scenario_reports`'.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import secrets
 import signal
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mochaos import namespaces, progress, runstate
-from mochaos.cluster import ClusterProvider
+from mochaos import progress
 from mochaos.config import RUN_CONFIG_KEY, SETTINGS, RunConfig, resolve, run_config
 from mochaos.errors import Inconclusive, MochaosError, UsageError
-from mochaos.kube import Cluster, check_reachable, new_api_client
-from mochaos.operator.target import OperatorTarget, RunningOperator
+from mochaos.fixtures import (  # noqa: F401  (pytest finds a plugin's fixtures among its names)
+    cluster,
+    cluster_provider,
+    kube,
+    make_provider,
+    mochaos,
+    namespace,
+    operator,
+    operator_target,
+    recorder,
+    scenario,
+)
+from mochaos.scenario_reports import (
+    ERROR_ATTR,
+    REPORT_KEY,
+    SCENARIO_STARTED,
+    write_setup_error,
+)
 
 SINK_KEY = pytest.StashKey[progress.Sink]()
 FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
 SIGINT_KEY = pytest.StashKey[Any]()
 MODEL_TARGET_KEY = pytest.StashKey[bool]()
 """Whether the run's target is the reference model (model_only scenarios run only there)."""
-ERROR_ATTR = "mochaos_error"
-"""Set on a test report whose call phase ended in an infrastructure or usage error."""
 
 
 # -- options and configuration ---------------------------------------------------------
@@ -142,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         target = parse_target(cfg.operator, cfg.target_options())
         config.stash[MODEL_TARGET_KEY] = target.time_scaled
-        _make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
+        make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
     except MochaosError as err:  # e.g. the remote of a source:<git URL> cannot be reached
@@ -166,18 +176,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sink = config.stash.get(SINK_KEY, None)
     if sink is not None:
         progress.uninstall(sink)
-
-
-def _make_provider(cfg: RunConfig) -> ClusterProvider:
-    from mochaos.cluster import make_provider
-
-    return make_provider(
-        cfg.cluster,
-        kubeconfig=cfg.kubeconfig,
-        context=cfg.context,
-        allow_contexts=cfg.allow_context,
-        keep_cluster=cfg.keep_cluster,
-    )
 
 
 def _option(config: pytest.Config, s: Any) -> Any:
@@ -301,36 +299,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" or (report.when == "setup" and not report.passed):
         # The report the scenario's result is made of when it has no verdict (a set-up
         # that was inconclusive or broke never reaches the call).
-        item.stash[_REPORT_KEY] = report
+        item.stash[REPORT_KEY] = report
     if (
         report.when == "setup"
         and report.failed
         and "scenario" in item.fixturenames
-        and not item.stash.get(_SCENARIO_STARTED, False)
+        and not item.stash.get(SCENARIO_STARTED, False)
     ):
         # The scenario fixture never started (its cluster or operator failed): its
         # teardown, which writes the result, will not run.
-        _write_setup_error(item, report)
+        write_setup_error(item, report)
     return report
-
-
-def _write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
-    """A scenario that never started still gets a result (outcome error) in the run."""
-    from mochaos.report.summary import write_result
-    from mochaos.report.testreport import error_result
-
-    cfg = run_config(item.config)
-    result = error_result(
-        _test_id(item), outcome="error", message=_longrepr_text(report),
-        phase=getattr(report, ERROR_ATTR, "") or progress.current_phase(),
-        operator_target=cfg.operator, cluster_provider=cfg.cluster, seed=cfg.chaos_seed,
-    )  # fmt: skip
-    write_result(_test_folder(item, cfg), result)
-
-
-_REPORT_KEY = pytest.StashKey[pytest.TestReport]()
-_SCENARIO_STARTED = pytest.StashKey[bool]()
-"""Set once the scenario fixture has started: from then on its teardown writes the result."""
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
@@ -420,265 +399,3 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         timeline = result.artifacts.get("timeline_md")
         terminalreporter.write_line(terminal_line(result, Path(timeline) if timeline else None))
     terminalreporter.write_line(f"reports: {cfg.run_dir / 'index.html'} (seed {cfg.chaos_seed})")
-
-
-# -- fixtures -----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def mochaos(pytestconfig: pytest.Config) -> RunConfig:
-    """The run's checked mo-chaos settings."""
-    return run_config(pytestconfig)
-
-
-@pytest.fixture(scope="session")
-def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
-    """The ``--mochaos-cluster`` provider; a kind cluster is removed at the end unless kept."""
-    provider = _make_provider(mochaos)
-    yield provider
-    # The local cluster stays up for the next run (warm start); xdist workers share
-    # clusters, so only a single-process run may remove a kind cluster.
-    if mochaos.cluster == "kind" and os.environ.get("PYTEST_XDIST_WORKER") is None:
-        provider.down()
-
-
-@pytest.fixture(scope="session")
-def cluster(cluster_provider: ClusterProvider) -> Cluster:
-    """A running cluster from the chosen provider (built and started on first use)."""
-    from mochaos.report.testreport import add_findings
-
-    with progress.phase("cluster"):
-        started = cluster_provider.up()
-        for line in runstate.reap(_reap_namespace, add_findings):
-            progress.announce(line)
-    return started
-
-
-@pytest.fixture(scope="session")
-def kube(cluster: Cluster) -> Iterator[Any]:
-    """A kubernetes ApiClient bound to the cluster (user agent mochaos/test)."""
-    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/test", context=cluster.context)
-    check_reachable(api)
-    yield api
-    api.close()
-
-
-@pytest.fixture
-def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mochaos: RunConfig):
-    """A fresh namespace labelled with the run id — for a test of an operator target that
-    makes namespaces ready ahead, one of those — deleted after the test, and what had to be
-    cleaned up by force reported with the test's result."""
-    name = _warm_namespace(request)
-    if name is None:
-        name = namespace_name(request.node.name)
-        namespaces.create(kube, name, run_id=mochaos.run_id)
-    # A scenario's result gets the findings, even when a later run finishes the teardown.
-    report = _test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
-    runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
-    yield name
-    try:
-        findings = namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
-    finally:
-        runstate.unregister_namespace(name)
-    if findings:
-        from mochaos.report.testreport import add_findings
-
-        add_findings(_test_folder(request.node, mochaos), [str(f) for f in findings])
-
-
-def _warm_namespace(request: pytest.FixtureRequest) -> str | None:
-    """A namespace the test's operator target made ready ahead (``OperatorTarget.warm``),
-    when the test runs an operator and the target keeps some."""
-    if "operator" not in request.fixturenames:
-        return None
-    warm = getattr(request.getfixturevalue("operator_target"), "warm", None)
-    if warm is None:
-        return None
-    with progress.phase("operator start: a namespace made ready ahead"):
-        return warm.take()
-
-
-@pytest.fixture(scope="session")
-def operator_target(
-    mochaos: RunConfig, cluster: Cluster, cluster_provider: ClusterProvider
-) -> Iterator[OperatorTarget]:
-    """The ``--operator`` target: its images loaded, installed once for the session."""
-    from mochaos.operator import parse_target
-
-    target = parse_target(mochaos.operator, mochaos.target_options())
-    with progress.phase("operator install"):
-        for ref in target.images:
-            cluster_provider.load_image(ref)
-        target.install(cluster)
-    yield target
-    target.close()
-
-
-@pytest.fixture
-def operator(
-    request: pytest.FixtureRequest,
-    operator_target: OperatorTarget,
-    cluster: Cluster,
-    kube: Any,
-    namespace: str,
-    tmp_path: Path,
-) -> Iterator[RunningOperator]:
-    """The operator target started for this test's namespace.
-
-    At teardown the namespace is deleted while the operator still runs, so it finalizes
-    its own objects; only then is the operator stopped.
-    """
-    with progress.phase("operator start"):
-        running = operator_target.start(cluster, namespace, tmp_path)
-    yield running
-    try:
-        if namespaces.request_delete(kube, namespace):
-            namespaces.wait_gone(kube, namespace, timeout=running.waits.teardown)
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def recorder(
-    request: pytest.FixtureRequest, cluster: Cluster, namespace: str, mochaos: RunConfig
-) -> Iterator[Any]:
-    """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
-    availability, the cluster's restarts, the local cluster's doubles), streaming the
-    history into the test's report folder as it records."""
-    from mochaos.observe.recorder import Recorder
-    from mochaos.report.artifacts import HISTORY_FILE
-
-    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/recorder", context=cluster.context)
-    folder = _test_folder(request.node, mochaos)
-    rec = Recorder(api, namespace=namespace, stream_to=folder / HISTORY_FILE)
-    rec.start()
-    rec.watch_availability()
-    if cluster.events_log is not None:
-        rec.follow_cluster(cluster.events_log)
-    if cluster.provider == "local":
-        from mochaos.cluster.local import LocalProvider
-
-        rec.watch_dependencies(LocalProvider(name=cluster.name).dependency_checks())
-    yield rec
-    rec.stop()
-    api.close()
-
-
-@pytest.fixture
-def scenario(
-    request: pytest.FixtureRequest,
-    cluster: Cluster,
-    namespace: str,
-    operator: RunningOperator,
-    recorder: Any,
-    mochaos: RunConfig,
-) -> Iterator[Any]:
-    """A chaos scenario bound to this test's namespace, recorder and operator; its reports
-    are written when the test ends, whatever its outcome."""
-    from mochaos.scenario.engine import RunInfo, Scenario
-
-    recorder.follow_operator(operator)
-    # An operator run as a local process (model, binary:, source:) is watched for SIGSTOP.
-    recorder.watch_freezes(lambda: getattr(operator, "pid", None))
-    run = RunInfo(
-        run_id=mochaos.run_id,
-        seed=mochaos.chaos_seed,
-        options=mochaos.check_options(),
-        operator_target=operator.target,
-        operator_version=operator.version,
-        cluster_provider=cluster.provider,
-        k8s_version=cluster.version,
-        audit_log=cluster.audit_log,
-    )
-    sc = Scenario(
-        cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
-        nodeid=_test_id(request.node),
-    )  # fmt: skip
-    request.node.stash[_SCENARIO_STARTED] = True
-    yield sc
-    sc.close()
-    recorder.stop()
-    _write_reports(request.node, sc, cluster, namespace, mochaos)
-
-
-def _write_reports(
-    item: pytest.Item, sc: Any, cluster: Cluster, namespace: str, cfg: RunConfig
-) -> None:
-    """The one place a scenario test's folder is written."""
-    from mochaos.report.junit import attachment_line, junit_properties
-    from mochaos.report.testreport import error_result, write_test_reports
-
-    result = sc.result
-    if result is None:
-        report = item.stash.get(_REPORT_KEY, None)
-        result = error_result(
-            _test_id(item),
-            outcome=_outcome_of(report),
-            message=_longrepr_text(report),
-            phase=getattr(report, ERROR_ATTR, "") or "",
-            operator_target=sc.run.operator_target,
-            operator_version=sc.run.operator_version,
-            cluster_provider=sc.run.cluster_provider,
-            k8s_version=sc.run.k8s_version,
-            seed=sc.run.seed,
-        )
-    log = progress.active()
-    if log is not None:
-        result.phases = log.to_list()
-    folder = _test_folder(item, cfg)
-    write_test_reports(
-        folder, result, history=sc.recorder.history(), namespace=namespace,
-        operator_log=sc.operator.log_path, audit_log=cluster.audit_log,
-    )  # fmt: skip
-    item.user_properties.extend(junit_properties(result, folder=folder))
-    item.add_report_section("teardown", "stdout", attachment_line(folder))
-
-
-def _test_id(item: pytest.Item) -> str:
-    """The test's id as reports show it: as imported (``mochaos/suites/test_x.py::test``),
-    never with the folder its package is installed in."""
-    from mochaos.testids import portable_nodeid
-
-    return portable_nodeid(item.nodeid)
-
-
-def _test_folder(item: pytest.Item, cfg: RunConfig) -> Path:
-    from mochaos.report.rundir import create_run_dir, test_dir
-
-    return test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid)
-
-
-def _longrepr_text(report: pytest.TestReport | None) -> str:
-    if report is None or not report.longrepr:
-        return ""
-    if isinstance(report.longrepr, tuple):  # a skip: (path, line, reason)
-        return str(report.longrepr[2])
-    return str(report.longrepr)[:2000]
-
-
-def _outcome_of(report: pytest.TestReport | None) -> Any:
-    if report is None or getattr(report, ERROR_ATTR, None):
-        return "error"
-    if report.skipped:
-        text = _longrepr_text(report)
-        return "inconclusive" if text.startswith("INCONCLUSIVE") else "error"
-    if report.when != "call":
-        return "error"
-    return {"passed": "passed", "failed": "failed"}.get(report.outcome, "error")
-
-
-def namespace_name(test_name: str) -> str:
-    """A DNS-safe namespace name for a test: ``mc-[<worker>-]<slug>-<random>``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    prefix = f"mc-{worker}-" if worker else "mc-"
-    suffix = "-" + secrets.token_hex(2)
-    return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
-
-
-def _reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
-    api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
-    try:
-        return [str(f) for f in namespaces.delete(api, namespace, grace=namespaces.TEARDOWN_GRACE)]
-    finally:
-        api.close()

@@ -176,9 +176,9 @@ def test_an_unanswering_apiserver_leaves_the_namespace_for_the_next_run(state):
 def test_a_gone_cluster_is_not_retried(state):
     path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
                        namespaces={"mc-gone": {"kubeconfig": "/no/kc"}})  # fmt: skip
-    from mochaos.plugin import _reap_namespace
+    from mochaos.fixtures import reap_namespace
 
-    (line,) = runstate.reap(_reap_namespace)
+    (line,) = runstate.reap(reap_namespace)
     assert line.startswith("could not delete stale namespace mc-gone: kubeconfig /no/kc not found")
     assert not path.exists()
 

@@ -1,0 +1,232 @@
+"""The fixtures the plugin hands to tests: the run's settings, the cluster, a test
+namespace, the operator under test, its recorder and a scenario.
+
+``mochaos`` (the run's settings), ``cluster_provider``, ``cluster``, ``kube``,
+``namespace``, ``operator_target``, ``operator``, ``recorder``, ``scenario``; the plugin
+(:mod:`mochaos.plugin`) exposes them. A scenario's folder is written by its teardown
+(:mod:`mochaos.scenario_reports`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mochaos import namespaces, progress, runstate
+from mochaos.cluster import ClusterProvider
+from mochaos.config import RunConfig, run_config
+from mochaos.kube import Cluster, check_reachable, new_api_client
+from mochaos.operator.target import OperatorTarget, RunningOperator
+from mochaos.scenario_reports import SCENARIO_STARTED, test_folder, test_id, write_reports
+
+
+@pytest.fixture(scope="session")
+def mochaos(pytestconfig: pytest.Config) -> RunConfig:
+    """The run's checked mo-chaos settings."""
+    return run_config(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
+    """The ``--mochaos-cluster`` provider; a kind cluster is removed at the end unless kept."""
+    provider = make_provider(mochaos)
+    yield provider
+    # The local cluster stays up for the next run (warm start); xdist workers share
+    # clusters, so only a single-process run may remove a kind cluster.
+    if mochaos.cluster == "kind" and os.environ.get("PYTEST_XDIST_WORKER") is None:
+        provider.down()
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_provider: ClusterProvider) -> Cluster:
+    """A running cluster from the chosen provider (built and started on first use)."""
+    from mochaos.report.testreport import add_findings
+
+    with progress.phase("cluster"):
+        started = cluster_provider.up()
+        for line in runstate.reap(reap_namespace, add_findings):
+            progress.announce(line)
+    return started
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Cluster) -> Iterator[Any]:
+    """A kubernetes ApiClient bound to the cluster (user agent mochaos/test)."""
+    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/test", context=cluster.context)
+    check_reachable(api)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mochaos: RunConfig):
+    """A fresh namespace labelled with the run id — for a test of an operator target that
+    makes namespaces ready ahead, one of those — deleted after the test, and what had to be
+    cleaned up by force reported with the test's result."""
+    name = _warm_namespace(request)
+    if name is None:
+        name = namespace_name(request.node.name)
+        namespaces.create(kube, name, run_id=mochaos.run_id)
+    # A scenario's result gets the findings, even when a later run finishes the teardown.
+    report = test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
+    runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
+    yield name
+    try:
+        findings = namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
+    finally:
+        runstate.unregister_namespace(name)
+    if findings:
+        from mochaos.report.testreport import add_findings
+
+        add_findings(test_folder(request.node, mochaos), [str(f) for f in findings])
+
+
+def _warm_namespace(request: pytest.FixtureRequest) -> str | None:
+    """A namespace the test's operator target made ready ahead (``OperatorTarget.warm``),
+    when the test runs an operator and the target keeps some."""
+    if "operator" not in request.fixturenames:
+        return None
+    warm = getattr(request.getfixturevalue("operator_target"), "warm", None)
+    if warm is None:
+        return None
+    with progress.phase("operator start: a namespace made ready ahead"):
+        return warm.take()
+
+
+@pytest.fixture(scope="session")
+def operator_target(
+    mochaos: RunConfig, cluster: Cluster, cluster_provider: ClusterProvider
+) -> Iterator[OperatorTarget]:
+    """The ``--operator`` target: its images loaded, installed once for the session."""
+    from mochaos.operator import parse_target
+
+    target = parse_target(mochaos.operator, mochaos.target_options())
+    with progress.phase("operator install"):
+        for ref in target.images:
+            cluster_provider.load_image(ref)
+        target.install(cluster)
+    yield target
+    target.close()
+
+
+@pytest.fixture
+def operator(
+    request: pytest.FixtureRequest,
+    operator_target: OperatorTarget,
+    cluster: Cluster,
+    kube: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[RunningOperator]:
+    """The operator target started for this test's namespace.
+
+    At teardown the namespace is deleted while the operator still runs, so it finalizes
+    its own objects; only then is the operator stopped.
+    """
+    with progress.phase("operator start"):
+        running = operator_target.start(cluster, namespace, tmp_path)
+    yield running
+    try:
+        if namespaces.request_delete(kube, namespace):
+            namespaces.wait_gone(kube, namespace, timeout=running.waits.teardown)
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def recorder(
+    request: pytest.FixtureRequest, cluster: Cluster, namespace: str, mochaos: RunConfig
+) -> Iterator[Any]:
+    """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
+    availability, the cluster's restarts, the local cluster's doubles), streaming the
+    history into the test's report folder as it records."""
+    from mochaos.observe.recorder import Recorder
+    from mochaos.report.artifacts import HISTORY_FILE
+
+    api = new_api_client(cluster.kubeconfig, user_agent="mochaos/recorder", context=cluster.context)
+    folder = test_folder(request.node, mochaos)
+    rec = Recorder(api, namespace=namespace, stream_to=folder / HISTORY_FILE)
+    rec.start()
+    rec.watch_availability()
+    if cluster.events_log is not None:
+        rec.follow_cluster(cluster.events_log)
+    if cluster.provider == "local":
+        from mochaos.cluster.local import LocalProvider
+
+        rec.watch_dependencies(LocalProvider(name=cluster.name).dependency_checks())
+    yield rec
+    rec.stop()
+    api.close()
+
+
+@pytest.fixture
+def scenario(
+    request: pytest.FixtureRequest,
+    cluster: Cluster,
+    namespace: str,
+    operator: RunningOperator,
+    recorder: Any,
+    mochaos: RunConfig,
+) -> Iterator[Any]:
+    """A chaos scenario bound to this test's namespace, recorder and operator; its reports
+    are written when the test ends, whatever its outcome."""
+    from mochaos.scenario.engine import RunInfo, Scenario
+
+    recorder.follow_operator(operator)
+    # An operator run as a local process (model, binary:, source:) is watched for SIGSTOP.
+    recorder.watch_freezes(lambda: getattr(operator, "pid", None))
+    run = RunInfo(
+        run_id=mochaos.run_id,
+        seed=mochaos.chaos_seed,
+        options=mochaos.check_options(),
+        operator_target=operator.target,
+        operator_version=operator.version,
+        cluster_provider=cluster.provider,
+        k8s_version=cluster.version,
+        audit_log=cluster.audit_log,
+    )
+    sc = Scenario(
+        cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
+        nodeid=test_id(request.node),
+    )  # fmt: skip
+    request.node.stash[SCENARIO_STARTED] = True
+    yield sc
+    sc.close()
+    recorder.stop()
+    write_reports(request.node, sc, cluster, namespace, mochaos)
+
+
+def make_provider(cfg: RunConfig) -> ClusterProvider:
+    """The ``--mochaos-cluster`` provider for the run's settings (no connection yet)."""
+    from mochaos.cluster import make_provider as provider_named
+
+    return provider_named(
+        cfg.cluster,
+        kubeconfig=cfg.kubeconfig,
+        context=cfg.context,
+        allow_contexts=cfg.allow_context,
+        keep_cluster=cfg.keep_cluster,
+    )
+
+
+def namespace_name(test_name: str) -> str:
+    """A DNS-safe namespace name for a test: ``mc-[<worker>-]<slug>-<random>``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", test_name.lower()).strip("-")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    prefix = f"mc-{worker}-" if worker else "mc-"
+    suffix = "-" + secrets.token_hex(2)
+    return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
+
+
+def reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
+    api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
+    try:
+        return [str(f) for f in namespaces.delete(api, namespace, grace=namespaces.TEARDOWN_GRACE)]
+    finally:
+        api.close()
