@@ -1,7 +1,10 @@
 """The checker: the invariants watched during the run, settling, and the verdict.
 
 A monitor feeds what the recorder records to one incremental invariant checker and
-remembers when each invariant first failed (detection latency). :meth:`Checker.settle`
+remembers when each invariant first failed (detection latency): a failure it sees is
+announced only once the history, as the verdict judges it (resourceVersion order, the
+outage-free clock), fails it too, so a live "violated" line is never one the verdict does
+not give. :meth:`Checker.settle`
 lets the operator work until nothing is in flight and nothing changes for a while (both
 read from that same checker), so a stuck state is judged on evidence;
 :meth:`Checker.verdict` evaluates every invariant over the whole history,
@@ -40,6 +43,9 @@ audit log's (a patch in flight when the slice is read)."""
 
 MONITOR_PERIOD = 0.25
 """How often the invariants are evaluated during the run (seconds)."""
+RECONFIRM_EVERY = 2.0
+"""Seconds between two judged evaluations of failures the judged history did not confirm
+yet (a new failure is confirmed at once): each judges the whole history."""
 
 
 @dataclass
@@ -84,6 +90,11 @@ class Monitor:
     the verdict does (mochaos.invariants.judged), so settling waits out the same deadlines."""
     _cursor: int = 0
     _markers: list[Marker] = field(default_factory=list)
+    pending: set[str] = field(default_factory=set)
+    """Invariants the incremental checker saw fail that the judged history does not fail
+    yet: confirmed (or not) again, at most every :data:`RECONFIRM_EVERY`, once something
+    new is recorded."""
+    _confirmed_at: float = -math.inf
 
     def __post_init__(self) -> None:
         self.invariants = invariants.IncrementalChecker(self.options, invariants.ALL)
@@ -110,14 +121,26 @@ class Monitor:
                 entries = [replace(e, t=self.clock.operator_time(e.t)) for e in entries]
             now = self.clock.operator_time(wall)
             failed = self.invariants.feed(entries) + self.invariants.poll(now)
-            for v in failed:
-                if v.invariant not in self.detections and v.violation:
-                    self.detections[v.invariant] = Detection(
-                        v.invariant, time.time(), self.clock.wall_time(v.violation.t)
-                    )
-                    LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
+            seen = {v.invariant for v in failed if v.violation} - set(self.detections)
+            again = entries and time.monotonic() - self._confirmed_at >= RECONFIRM_EVERY
+            if seen - self.pending or (self.pending and again):
+                self.pending |= seen
+                self._confirm(wall)
             self.cpu += time.thread_time() - cpu
             return now
+
+    def _confirm(self, wall: float) -> None:
+        """Announce each pending failure the judged history fails too, at ``wall``."""
+        self._confirmed_at = time.monotonic()
+        chosen = [invariants.get(name) for name in sorted(self.pending)]
+        verdicts = invariants.evaluate(
+            self.recorder.history(), self.options, final=False, now=wall, invariants=chosen
+        )
+        for v in verdicts:
+            if v.failed and v.violation is not None:
+                self.pending.discard(v.invariant)
+                self.detections[v.invariant] = Detection(v.invariant, time.time(), v.violation.t)
+                LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
 
     def _learn_outages(self, entries: list[Entry]) -> None:
         found = [e for e in entries if isinstance(e, Marker) and e.label.startswith(CLOCK_MARKERS)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mochaos.config import CheckOptions
+from mochaos.observe.history import History
 from mochaos.scenario.checker import Monitor
 
 from .synthetic import synthetic
@@ -21,6 +22,9 @@ class _Journal:
     def journal(self, since: int = 0):
         items = self.entries[since : self.shown]
         return items, since + len(items)
+
+    def history(self) -> History:
+        return History(self.entries[: self.shown])
 
 
 def test_the_monitor_counts_the_cpu_of_its_updates():

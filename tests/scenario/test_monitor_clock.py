@@ -13,6 +13,7 @@ from mochaos.observe.history import (
     APISERVER_UNAVAILABLE,
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
+    History,
 )
 from mochaos.scenario.checker import Monitor
 
@@ -23,6 +24,9 @@ class _Journal:
 
     def journal(self, since: int = 0):
         return self.entries[since:], len(self.entries)
+
+    def history(self) -> History:
+        return History(self.entries)
 
 
 def _deleted_65s_ago(
