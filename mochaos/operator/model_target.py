@@ -19,6 +19,13 @@ from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.process import OperatorProcess
 from mochaos.operator.target import Waits
 
+NAMESPACE_DELETION_SLACK = 20.0
+"""Seconds of a test namespace's deletion that no time scale shortens: Kubernetes'
+namespace controller starts 5 s after the deletion (``namespaceDeletionGracePeriod``) and
+then deletes the namespace's objects in rounds, the model finalizing each kind in turn.
+With 5 s, at ``--time-scale 0.2`` (7 s in all) the model was often stopped before it had
+finalized its claim sets and pool, whose finalizers mo-chaos then had to release."""
+
 
 def model_waits(time_scale: float) -> Waits:
     """The model's intervals are the operator's, time-scaled; a few seconds of slack on top."""
@@ -29,7 +36,7 @@ def model_waits(time_scale: float) -> Waits:
         deletion_cost=s(45) + 10,
         migration_phase=s(120) + 10,
         log_line=s(30) + 10,
-        teardown=s(10) + 5,
+        teardown=s(10) + NAMESPACE_DELETION_SLACK,
     )
 
 
