@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.errors import UsageError
 from mochaos.images.operator_images import NONROOT, manager_image
 from mochaos.tooling.docker_cli import DockerCli
+
+from docker_skip import docker_or_skip
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -29,12 +30,7 @@ int main(void) {
 
 @pytest.fixture(scope="module")
 def docker() -> DockerCli:
-    try:
-        cli = DockerCli.find()
-        cli.server_version()
-    except UsageError as err:
-        pytest.skip(str(err))
-    return cli
+    return docker_or_skip()
 
 
 @pytest.fixture(scope="module")

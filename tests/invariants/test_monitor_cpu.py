@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 from mochaos.config import CheckOptions
-from mochaos.observe.history import History
 from mochaos.scenario.checker import Monitor
 
 from .synthetic import synthetic
-
-
-class _Journal:
-    """A recorder's journal over a fixed history, handed out in slices."""
-
-    def __init__(self, entries: list) -> None:
-        self.entries = entries
-        self.shown = 0
-
-    def reveal(self, n: int) -> None:
-        self.shown = min(len(self.entries), self.shown + n)
-
-    def journal(self, since: int = 0):
-        items = self.entries[since : self.shown]
-        return items, since + len(items)
-
-    def history(self) -> History:
-        return History(self.entries[: self.shown])
+from journal_standin import RevealedJournal
 
 
 def test_the_monitor_counts_the_cpu_of_its_updates():
-    rec = _Journal(list(synthetic(5_000, seed=7, faults=0.1)))
+    rec = RevealedJournal(list(synthetic(5_000, seed=7, faults=0.1)), shown=0)
     monitor = Monitor(rec, CheckOptions())  # type: ignore[arg-type]
     monitor.update()
     idle = monitor.cpu

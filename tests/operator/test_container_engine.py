@@ -35,6 +35,7 @@ from mochaos.operator.target import Waits
 from mochaos.tooling.docker_cli import DockerCli
 
 import polling
+from docker_skip import docker_or_skip
 
 STANDIN = Path(__file__).parent / "container_standin" / "main.go"
 MAIN = "2301e3b"
@@ -45,12 +46,7 @@ wait_until = partial(polling.wait_until, timeout=10.0)
 @pytest.fixture(scope="module")
 def engine() -> DockerCli:
     """The Docker engine our environment names; skip with its reason when it does not answer."""
-    try:
-        docker = DockerCli.find()
-        docker.server_version()
-    except UsageError as err:
-        pytest.skip(f"needs a Docker engine: {err}")
-    return docker
+    return docker_or_skip()
 
 
 def import_image(docker: DockerCli, binary: Path, repository: str) -> str:

@@ -13,20 +13,10 @@ from mochaos.observe.history import (
     APISERVER_UNAVAILABLE,
     DEPENDENCY_AVAILABLE,
     DEPENDENCY_UNAVAILABLE,
-    History,
 )
 from mochaos.scenario.checker import Monitor
 
-
-class _Journal:
-    def __init__(self, entries: list) -> None:
-        self.entries = entries
-
-    def journal(self, since: int = 0):
-        return self.entries[since:], len(self.entries)
-
-    def history(self) -> History:
-        return History(self.entries)
+from journal_standin import RevealedJournal
 
 
 def _deleted_65s_ago(
@@ -39,7 +29,7 @@ def _deleted_65s_ago(
     if outage:
         b.at(now - 40).marker(opens)
         b.at(now - 40 + outage).marker(f"{closes} after {outage:.1f}s")
-    journal = _Journal(list(b.build()))
+    journal = RevealedJournal(list(b.build()))
     return Monitor(journal, CheckOptions(finalize_timeout=60))  # type: ignore[arg-type]
 
 

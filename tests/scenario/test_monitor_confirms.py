@@ -21,25 +21,9 @@ from mochaos.observe.history import History, Marker
 from mochaos.scenario import checker
 from mochaos.scenario.checker import Monitor
 
+from journal_standin import RevealedJournal
+
 OPTIONS = CheckOptions(finalize_timeout=60)
-
-
-class _Journal:
-    """A recorder's journal and history over entries revealed a few at a time."""
-
-    def __init__(self, entries: list) -> None:
-        self.entries = entries
-        self.shown = 0
-
-    def reveal(self, n: int) -> None:
-        self.shown = min(len(self.entries), self.shown + n)
-
-    def journal(self, since: int = 0):
-        items = self.entries[since : self.shown]
-        return items, since + len(items)
-
-    def history(self) -> History:
-        return History(self.entries[: self.shown])
 
 
 class _SaysFailed:
@@ -73,7 +57,7 @@ def _live_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_a_failure_the_judged_history_does_not_give_is_not_announced(caplog) -> None:
-    journal = _Journal(_bound())
+    journal = RevealedJournal(_bound(), shown=0)
     journal.reveal(len(journal.entries))
     monitor = Monitor(journal, OPTIONS)  # type: ignore[arg-type]
     monitor.invariants = _SaysFailed()  # type: ignore[assignment]
@@ -84,11 +68,11 @@ def test_a_failure_the_judged_history_does_not_give_is_not_announced(caplog) -> 
     assert _live_lines(caplog) == []
 
 
-def _stuck() -> _Journal:
+def _stuck() -> RevealedJournal:
     b = HistoryBuilder()
     bind(b, "X", "A")
     b.at(time.time() - 65).claim("X", deleting=True)  # past its 60 s finalize window
-    return _Journal(list(b.build()))
+    return RevealedJournal(list(b.build()), shown=0)
 
 
 def test_a_failure_both_views_give_is_announced_once_and_the_verdict_gives_it(caplog) -> None:
