@@ -19,7 +19,6 @@ from pathlib import Path
 from mochaos.binaries import kwok_stages
 from mochaos.binaries.component import Component, Recipe
 from mochaos.binaries.go import (
-    Progress,
     Runner,
     fresh_dir,
     go,
@@ -30,6 +29,7 @@ from mochaos.binaries.go import (
 )
 from mochaos.binaries.obtain import obtain
 from mochaos.errors import BuildError
+from mochaos.tooling.progress import Progress
 
 KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"

@@ -43,6 +43,7 @@ from urllib3.exceptions import (
 
 from mochaos import __version__
 from mochaos.errors import BuildError, UsageError
+from mochaos.tooling.progress import Progress
 
 RECIPE = "download-v1"
 """Recipe name in the stamp of a downloaded component (a build's is e.g. ``wrapper-v1``)."""
@@ -58,7 +59,6 @@ CHECKSUM_FILE_LIMIT = 1 << 20
 """Bytes read at most from a checksum file or release document (a captive portal's page
 is not read whole)."""
 
-Progress = Callable[[str], None]
 T = TypeVar("T")
 
 

@@ -15,16 +15,13 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mochaos.errors import BuildError
 from mochaos.progress import announce
-
-Progress = Callable[[str], None]
-"""Where a build's progress lines go (one line each)."""
+from mochaos.tooling.progress import Progress
 
 HEARTBEAT_EVERY = 30.0
 """Seconds between two "still building" lines of one long go command."""

@@ -18,9 +18,10 @@ from filelock import FileLock
 
 from mochaos.binaries import download
 from mochaos.binaries.component import Component, Recipe
-from mochaos.binaries.go import Progress, Runner, elapsed, go, go_version, stderr_progress
+from mochaos.binaries.go import Runner, elapsed, go, go_version, stderr_progress
 from mochaos.errors import UsageError
 from mochaos.paths import cache_dir
+from mochaos.tooling.progress import Progress
 
 BUILD_LANES = 1
 """Components built at once by default. With 2, the first component (kubernetes, most of a

@@ -20,7 +20,6 @@ import shutil
 import string
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,9 +36,8 @@ from mochaos.images.recipe import Steps, elapsed
 from mochaos.paths import cache_dir
 from mochaos.tooling.apply import MANIFESTS
 from mochaos.tooling.docker_cli import DockerCli
+from mochaos.tooling.progress import Progress
 from mochaos.tooling.runner import SubprocessRunner
-
-Progress = Callable[[str], None]
 
 RECIPE = "node-v1"
 REPOSITORY = "mochaos.local/kind-node"

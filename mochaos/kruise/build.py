@@ -9,7 +9,6 @@ from pathlib import Path
 
 from mochaos.binaries.component import Component
 from mochaos.binaries.go import (
-    Progress,
     Runner,
     fresh_dir,
     go,
@@ -19,6 +18,7 @@ from mochaos.binaries.go import (
 )
 from mochaos.binaries.obtain import obtain
 from mochaos.kruise import module
+from mochaos.tooling.progress import Progress
 
 
 def component(version: str | None = None) -> Component:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from mochaos.binaries.component import Component
 from mochaos.binaries.go import (
-    Progress,
     Runner,
     fresh_dir,
     go,
@@ -27,6 +26,7 @@ from mochaos.binaries.go import (
 )
 from mochaos.binaries.obtain import obtain
 from mochaos.tooling.gomod import replace_lines
+from mochaos.tooling.progress import Progress
 
 GO_MODULE = Path(__file__).with_name("go")
 MO_MODULE = "github.com/matrixorigin/matrixone"
