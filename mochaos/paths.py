@@ -34,3 +34,9 @@ def machine_lock(name: str) -> Path:
     folder: for what is machine-wide, such as the ports kwokctl picks (in the system's
     temporary folder)."""
     return Path(tempfile.gettempdir()) / f"mochaos-{name}.lock"
+
+
+def machine_file(name: str) -> Path:
+    """A file every mo-chaos on this machine shares (beside :func:`machine_lock`'s), such as
+    the list of kwok work folders whose clusters hold ports."""
+    return Path(tempfile.gettempdir()) / f"mochaos-{name}"

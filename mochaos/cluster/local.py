@@ -7,7 +7,8 @@ our cached binaries (kwokctl only downloads ``http(s)://`` sources), bound to
 finds) and an apiserver audit log. kwok's fake nodes make pods schedule, go
 Running, and really disappear when deleted. ``MOCHAOS_CLUSTER_NAME`` picks
 another cluster than ``mochaos`` and ``MOCHAOS_APISERVER_PORT`` fixes the
-apiserver's port (kwokctl picks a free one otherwise). kwok plays the kubelet with its
+apiserver's port (otherwise :mod:`mochaos.cluster.ports` picks a free one, as every other
+component's). kwok plays the kubelet with its
 default Stages plus the kubelet stand-ins of :mod:`mochaos.cluster.kwok_stages`. What an
 operator target needs beside the control plane (kruise-manager, the MatrixOne double:
 :mod:`mochaos.cluster.environment`) is started when the target asks for it
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -42,6 +44,7 @@ from mochaos.cluster import (
     in_use,
     kwok_stages,
     leases,
+    ports,
 )
 from mochaos.cluster.environment import Environment
 from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
@@ -508,6 +511,7 @@ class LocalProvider:
         return env
 
     def _config_file(self) -> Path:
+        """The kwokctl configuration of a new cluster (written under the creation lock)."""
         paths = control_plane.binary_paths()
         options: dict[str, Any] = {
             "runtime": "binary",
@@ -523,6 +527,8 @@ class LocalProvider:
         }
         if self.apiserver_port is not None:
             options["kubeApiserverPort"] = self.apiserver_port
+        # Under the creation lock: no port another state folder's cluster records.
+        options.update(ports.for_new_cluster(self.workdir, options))
         doc = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
@@ -554,7 +560,9 @@ class LocalProvider:
             last = [ln.strip() for ln in printed.splitlines() if ln.strip()][-1:]
             raise InfraError(
                 f"kwokctl {args[0]} {args[1] if len(args) > 1 else ''} timed out after "
-                f"{timeout:.0f}s" + (f" (its last line: {last[0][:200]})" if last else ""),
+                f"{timeout:.0f}s"
+                + (f" (its last line: {log_line(last[0])})" if last else "")
+                + self._component_tails(),
                 hint=f"see {log} and {self.cluster_dir / 'logs'}",
             ) from err
         _log_command(log, cmd, proc.stdout + proc.stderr, f"exit {proc.returncode}")
@@ -566,16 +574,29 @@ class LocalProvider:
             )
         return proc.stdout
 
+    def _component_tails(self) -> str:
+        """The last line each component logged, for an error that the cluster's removal
+        would otherwise leave without its evidence."""
+        tails = []
+        for component in COMPONENTS:
+            try:
+                lines = (self.cluster_dir / "logs" / f"{component}.log").read_text(
+                    errors="replace").splitlines()  # fmt: skip
+            except OSError:
+                continue
+            last = [ln.strip() for ln in lines if ln.strip()][-1:]
+            tails.append(f"{component}: {log_line(last[0]) if last else '(empty log)'}")
+        return "; last log lines: " + "; ".join(tails) if tails else ""
+
     def _create(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.creation_lock():
             self._create_alone()
 
     def creation_lock(self) -> FileLock:
-        """Held while a cluster is created. kwokctl picks each port by scanning down from
-        32767 for one free now (sigs.k8s.io/kwok@v0.8.0 pkg/utils/net/unused_port.go), so two
-        clusters created at once pick the same ones: creations are serialised machine-wide,
-        across state folders (``MOCHAOS_STATE``) too."""
+        """Held while a cluster is created, machine-wide, across state folders
+        (``MOCHAOS_STATE``) too: a new cluster's ports are chosen under it, none that another
+        cluster records (:mod:`mochaos.cluster.ports`)."""
         return FileLock(str(machine_lock(CREATE_LOCK)), timeout=LOCK_TIMEOUT, mode=0o666)
 
     def _create_alone(self) -> None:
@@ -728,6 +749,20 @@ def _log_command(log: Path, cmd: Sequence[str], output: str, end: str) -> None:
     """Append a command, what it printed and how it ended (``exit 0``, ``killed after …``)."""
     with log.open("a", encoding="utf-8") as fh:
         fh.write(f"$ {' '.join(cmd)}\n{output}\n({end})\n")
+
+
+def log_line(line: str, limit: int = 200) -> str:
+    """One log line made short: a JSON line (kwokctl's, kwok's) as its level, message and
+    error; klog's and others' as they are; at most ``limit`` characters."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    if isinstance(record, dict) and "msg" in record:
+        parts = [str(record.get("level", "")), str(record["msg"])]
+        parts += [f"{k}={record[k]}" for k in ("err", "error", "elapsed") if k in record]
+        line = " ".join(p for p in parts if p)
+    return line[:limit]
 
 
 def _text(data: str | bytes | None) -> str:
