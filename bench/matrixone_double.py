@@ -25,7 +25,7 @@ from typing import Any
 import figures
 from kubernetes import client
 
-from mochaos.cleanup import delete_namespace
+from mochaos import namespaces
 from mochaos.cluster.local import LocalProvider
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.doubles import DoubleContext
@@ -103,7 +103,7 @@ def measure_namespaces(
     finally:
         for name in names:
             try:
-                delete_namespace(kube, name)
+                namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
             except Exception as err:  # best effort: report and go on
                 print(f"bench: could not delete {name}: {err}", file=sys.stderr)
     growth = [

@@ -50,7 +50,7 @@ def cluster(cluster_provider: ClusterProvider) -> Cluster:
 
     with progress.phase("cluster"):
         started = cluster_provider.up()
-        for line in runstate.reap(reap_namespace, add_findings):
+        for line in runstate.reap(namespaces.reap, add_findings):
             progress.announce(line)
     return started
 
@@ -222,11 +222,3 @@ def namespace_name(test_name: str) -> str:
     prefix = f"mc-{worker}-" if worker else "mc-"
     suffix = "-" + secrets.token_hex(2)
     return (prefix + slug)[: 63 - len(suffix)].rstrip("-") + suffix
-
-
-def reap_namespace(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
-    api = new_api_client(kubeconfig, user_agent="mochaos/reaper", context=context)
-    try:
-        return [str(f) for f in namespaces.delete(api, namespace, grace=namespaces.TEARDOWN_GRACE)]
-    finally:
-        api.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from kubernetes import client
@@ -29,6 +30,7 @@ from urllib3.exceptions import HTTPError
 
 from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
 from mochaos.errors import InfraError, UsageError
+from mochaos.kube import api_client
 from mochaos.progress import LOGGER
 from mochaos.tooling.waiting import wait_for
 
@@ -186,6 +188,13 @@ def delete(api: client.ApiClient, name: str, *, grace: float) -> list[Finding]:
     if wait_gone(api, name, timeout=grace):
         return []
     return release_finalizers(api, name)
+
+
+def reap(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
+    """Delete a dead run's namespace for good, as its teardown would have (the callback of
+    :func:`mochaos.runstate.reap`): the findings, as lines."""
+    with api_client(kubeconfig, user_agent="mochaos/reaper", context=context) as api:
+        return [str(f) for f in delete(api, namespace, grace=TEARDOWN_GRACE)]
 
 
 def _list(

@@ -37,8 +37,6 @@ from mochaos.report.testreport import add_findings
 
 GONE_TIMEOUT = 60.0
 """Seconds for a namespace or a CRD to disappear once deleted."""
-NAMESPACE_GRACE = 5.0
-"""Seconds a leftover namespace gets before its finalizers are released (as at teardown)."""
 
 
 @dataclass
@@ -114,7 +112,7 @@ def _sweep(
     out: Sweep, cluster: Cluster, double_state: Path | None, doubles: list[tuple[DoubleSpec, Any]]
 ) -> None:
     assert cluster.state_dir is not None
-    reaped = runstate.reap(_delete_namespace, add_findings)
+    reaped = runstate.reap(namespaces.reap, add_findings)
     out.left += [f"a dead run's record: {line}" for line in reaped if not line.startswith("  ")]
     out.left += WebhookHost(cluster.state_dir / "operator-webhooks", build="").reclaim()
     if not port_free(webhooks.PORT):
@@ -124,7 +122,7 @@ def _sweep(
     with api_client(cluster.kubeconfig, user_agent="mochaos/sweep", context=cluster.context) as api:
         core = client.CoreV1Api(api)
         for ns in core.list_namespace(label_selector=RUN_ID_LABEL, _request_timeout=10).items:
-            namespaces.delete(api, ns.metadata.name, grace=NAMESPACE_GRACE)
+            namespaces.delete(api, ns.metadata.name, grace=namespaces.TEARDOWN_GRACE)
             out.left.append(f"namespace {ns.metadata.name}")
         if double_state is not None:
             out.left += [f"the MatrixOne double still serving namespace {ns}"
@@ -137,11 +135,6 @@ def _sweep(
             lambda: core.read_namespace(webhooks.WEBHOOK_NAMESPACE, _request_timeout=10),
         ):
             out.removed.append(f"namespace {webhooks.WEBHOOK_NAMESPACE}")  # fmt: skip
-
-
-def _delete_namespace(namespace: str, kubeconfig: Any, context: str | None) -> list[str]:
-    with api_client(kubeconfig, user_agent="mochaos/sweep", context=context) as api:
-        return [str(f) for f in namespaces.delete(api, namespace, grace=NAMESPACE_GRACE)]
 
 
 def _double_namespaces(state: Path) -> list[str]:

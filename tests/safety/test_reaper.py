@@ -18,8 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos import runstate
-from mochaos.cleanup import delete_namespace
+from mochaos import namespaces, runstate
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.procs import cmdline
 
@@ -139,10 +138,7 @@ def test_the_reaper_never_deletes_a_namespace_mochaos_did_not_label(kube, cluste
         write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
                     namespaces={name: {"kubeconfig": str(cluster.kubeconfig)}})  # fmt: skip
 
-        def delete(namespace: str, kubeconfig: Path, context: str | None) -> None:
-            delete_namespace(kube, namespace)
-
-        lines = runstate.reap(delete)
+        lines = runstate.reap(namespaces.reap)  # the reaper the fixtures and the sweep use
         ns = core.read_namespace(name)
         assert ns.metadata.deletion_timestamp is None, "a foreign namespace was deleted"
         assert any(f"could not delete stale namespace {name}" in line for line in lines), lines
@@ -176,9 +172,8 @@ def test_an_unanswering_apiserver_leaves_the_namespace_for_the_next_run(state):
 def test_a_gone_cluster_is_not_retried(state):
     path = write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
                        namespaces={"mc-gone": {"kubeconfig": "/no/kc"}})  # fmt: skip
-    from mochaos.fixtures import reap_namespace
 
-    (line,) = runstate.reap(reap_namespace)
+    (line,) = runstate.reap(namespaces.reap)
     assert line.startswith("could not delete stale namespace mc-gone: kubeconfig /no/kc not found")
     assert not path.exists()
 
