@@ -14,6 +14,8 @@ from mochaos.binaries import control_plane
 from mochaos.cluster import ports
 from mochaos.cluster.local import LocalProvider
 
+from polling import wait_until
+
 needs_binaries = pytest.mark.skipif(
     not control_plane.all_built(), reason="local binaries not built"
 )
@@ -101,7 +103,9 @@ def test_a_cluster_created_during_another_clusters_outage_leaves_it_its_ports(
             assert len(theirs) == len(mine) == len(ports.PORT_OPTIONS), (theirs, mine)
             assert not theirs & mine, f"the new cluster took {sorted(theirs & mine)}"
             first.start_component(saved)
-            assert first.is_healthy(), first.status()
+            # Its scheduler and controller-manager may have lost their leases meanwhile and
+            # exited: its supervisor restarts them (on their own ports, still free).
+            wait_until(first.is_healthy, timeout=60, what="the first cluster healthy again")
             assert second.is_healthy(), second.status()
         finally:
             second.down()
