@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -153,6 +155,21 @@ def stop_group(pid: int, argv: list[str], grace: float, *, started: int | None =
             os.killpg(pid, signal.SIGKILL)
         wait_gone(there, KILL_WAIT)
     return True
+
+
+def port_in_use(port: int, hosts: tuple[str, ...] = ("127.0.0.1", "0.0.0.0")) -> bool:
+    """True when TCP ``port`` cannot be bound on one of ``hosts`` now. SO_REUSEADDR is set,
+    as Go's listeners set it, so a port left in TIME_WAIT counts as free."""
+    for host in hosts:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+            except OSError as err:
+                if err.errno in (errno.EADDRINUSE, errno.EACCES):
+                    return True
+                raise
+    return False
 
 
 def listeners(port: int) -> list[int]:

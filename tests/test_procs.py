@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
-from mochaos.procs import rss_bytes, start_time, stat_fields
+from mochaos.procs import port_in_use, rss_bytes, start_time, stat_fields
 
 
 def test_cpu_seconds_count_the_work_done():
@@ -56,3 +57,30 @@ def test_stat_fields_start_after_a_command_name_holding_parentheses_and_spaces(t
         proc.kill()
         proc.wait()
     assert stat_fields(proc.pid) is None and start_time(proc.pid) is None
+
+
+def test_a_listening_port_is_in_use_on_its_address_and_on_all_addresses():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert port_in_use(port)
+        assert port_in_use(port, hosts=("127.0.0.1",))
+        assert port_in_use(port, hosts=("0.0.0.0",))
+    assert not port_in_use(port)
+
+
+def test_a_port_left_in_time_wait_is_free_as_for_a_go_listener():
+    # The side that closes first keeps the connection in TIME_WAIT on the listener's port;
+    # a Go component binds it all the same (Go's listeners, and so their connections, set
+    # SO_REUSEADDR), so the probe must too.
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        served, _ = listener.accept()
+        served.close()
+        client.close()
+    assert not port_in_use(port)

@@ -18,13 +18,11 @@ restarts any component or such process that exits.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -47,13 +45,13 @@ from mochaos.cluster import (
     ports,
 )
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.processes import ProcessSpec, capture, spawn, write_pid
+from mochaos.cluster.processes import ProcessSpec, capture, last_line, spawn, write_pid
 from mochaos.cluster.supervisor import KUBECONFIG_FILE, Supervision
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError, UsageError
 from mochaos.kube import Cluster
 from mochaos.paths import machine_lock, state_dir
-from mochaos.procs import cmdline, stop_group, wait_gone
+from mochaos.procs import cmdline, port_in_use, stop_group, wait_gone
 from mochaos.progress import announce
 from mochaos.tooling.waiting import wait_for
 
@@ -107,19 +105,12 @@ def _port_from_env() -> int | None:
 
 def check_port_free(port: int) -> None:
     """Raise InfraError naming ``port`` when something already listens on it (127.0.0.1)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # The apiserver sets SO_REUSEADDR too: a port in TIME_WAIT is not taken.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError as err:
-            if err.errno != errno.EADDRINUSE:
-                raise
-            raise InfraError(
-                f"apiserver port {port} on 127.0.0.1 is already in use",
-                hint=f"free it (`ss -ltnp 'sport = :{port}'` shows the owner) or set "
-                f"{PORT_ENV} to another port, or unset it for a random one",
-            ) from err
+    if port_in_use(port, hosts=("127.0.0.1",)):
+        raise InfraError(
+            f"apiserver port {port} on 127.0.0.1 is already in use",
+            hint=f"free it (`ss -ltnp 'sport = :{port}'` shows the owner) or set "
+            f"{PORT_ENV} to another port, or unset it for a random one",
+        )
 
 
 class LocalProvider:
@@ -579,13 +570,10 @@ class LocalProvider:
         would otherwise leave without its evidence."""
         tails = []
         for component in COMPONENTS:
-            try:
-                lines = (self.cluster_dir / "logs" / f"{component}.log").read_text(
-                    errors="replace").splitlines()  # fmt: skip
-            except OSError:
-                continue
-            last = [ln.strip() for ln in lines if ln.strip()][-1:]
-            tails.append(f"{component}: {log_line(last[0]) if last else '(empty log)'}")
+            log = self.cluster_dir / "logs" / f"{component}.log"
+            if log.exists():
+                said = last_line(log, limit=4096)  # whole, for a JSON line to parse
+                tails.append(f"{component}: {log_line(said) if said else '(empty log)'}")
         return "; last log lines: " + "; ".join(tails) if tails else ""
 
     def _create(self) -> None:

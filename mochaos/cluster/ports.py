@@ -16,8 +16,6 @@ folder records and that nothing listens on now, scanning down as kwokctl does.
 from __future__ import annotations
 
 import contextlib
-import errno
-import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import yaml
 
 from mochaos.errors import InfraError
 from mochaos.paths import machine_file
+from mochaos.procs import port_in_use
 
 PORT_OPTIONS = (
     "etcdPeerPort",
@@ -90,38 +89,28 @@ def ports_of(config: Path) -> set[int]:
     out: set[int] = set()
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "KwokctlConfiguration":
-            options = doc.get("options") or {}
-            # securePort is a switch (a bool is an int to Python).
-            out |= {v for k, v in options.items() if k.endswith("Port")
-                    and type(v) is int and v > 0}  # fmt: skip
+            out |= port_values(doc.get("options") or {})
     return out
 
 
-def listening(port: int) -> bool:
-    """True when ``port`` cannot be bound now, on 127.0.0.1 or on all addresses (kwokctl's
-    own test)."""
-    for host in ("127.0.0.1", ""):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((host, port))
-            except OSError as err:
-                if err.errno in (errno.EADDRINUSE, errno.EACCES):
-                    return True
-                raise
-    return False
+def port_values(options: Mapping[str, Any]) -> set[int]:
+    """The ports a set of kwokctl options gives (``securePort`` is a switch, and a bool is
+    an int to Python)."""
+    return {v for k, v in options.items() if k.endswith("Port") and type(v) is int and v > 0}
 
 
 def choose(options: Mapping[str, Any], taken: set[int]) -> dict[str, int]:
     """A port for each of :data:`PORT_OPTIONS` that ``options`` leaves unset: the highest
-    ones not in ``taken``, not given in ``options`` and not bound now."""
-    avoid = taken | {v for k, v in options.items() if k.endswith("Port") and type(v) is int}
+    ones not in ``taken``, not given in ``options`` and not bound now (kwokctl's own test
+    binds 127.0.0.1 and all addresses)."""
+    avoid = taken | port_values(options)
     out: dict[str, int] = {}
     port = SCAN_FROM + 1
     for name in PORT_OPTIONS:
         if options.get(name):
             continue
         port -= 1
-        while port in avoid or listening(port):
+        while port in avoid or port_in_use(port):
             port -= 1
             if port <= SCAN_DOWN_TO:
                 raise InfraError(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,15 @@ from mochaos.cluster import attached
 from mochaos.cluster.attached import Attached
 from mochaos.errors import InfraError, UsageError
 from mochaos.operator.webhooks import CERT_FLAG, PORT
-from mochaos.procs import Started, cmdline, listeners, start_time, stop_group, wait_gone
+from mochaos.procs import (
+    Started,
+    cmdline,
+    listeners,
+    port_in_use,
+    start_time,
+    stop_group,
+    wait_gone,
+)
 from mochaos.progress import announce
 from mochaos.waitlock import holding
 
@@ -115,14 +122,8 @@ def host_handle(record: dict[str, Any]) -> HostHandle:
 
 
 def port_free(port: int) -> bool:
-    """True when nothing listens on ``port`` (a bind to it succeeds)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
+    """True when nothing listens on ``port`` (a bind to all addresses succeeds)."""
+    return not port_in_use(port, hosts=("0.0.0.0",))
 
 
 def check_port_free(port: int = PORT) -> None:

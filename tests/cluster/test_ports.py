@@ -13,6 +13,7 @@ import yaml
 from mochaos.binaries import control_plane
 from mochaos.cluster import ports
 from mochaos.cluster.local import LocalProvider
+from mochaos.procs import port_in_use
 
 from polling import wait_until
 
@@ -55,7 +56,7 @@ def test_chosen_ports_skip_the_recorded_the_given_and_the_bound(registry):
         held.listen()
         bound = held.getsockname()[1]
         free = [p for p in range(ports.SCAN_FROM, ports.SCAN_FROM - 40, -1)
-                if not ports.listening(p)]  # fmt: skip
+                if not port_in_use(p)]  # fmt: skip
         taken = set(free[:3])
         chosen = ports.choose({"kubeApiserverPort": free[3]}, taken)
     assert set(chosen) == set(ports.PORT_OPTIONS) - {"kubeApiserverPort"}
@@ -66,7 +67,7 @@ def test_chosen_ports_skip_the_recorded_the_given_and_the_bound(registry):
 
 def test_a_cluster_of_another_state_folder_keeps_its_ports_while_they_are_free(tmp_path, registry):
     other, mine = tmp_path / "other-state" / "kwok", tmp_path / "my-state" / "kwok"
-    free = [p for p in range(ports.SCAN_FROM, ports.SCAN_FROM - 40, -1) if not ports.listening(p)]
+    free = [p for p in range(ports.SCAN_FROM, ports.SCAN_FROM - 40, -1) if not port_in_use(p)]
     recorded = dict(zip(ports.PORT_OPTIONS, free, strict=False))
     kwok_config(other / "clusters" / "stopped", **recorded)
     ports.register(other)
