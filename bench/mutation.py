@@ -31,12 +31,18 @@ EQUIVALENT = Path(__file__).with_name("mutation_equivalent.json")
 DETECTED = frozenset({"killed", "timeout", "suspicious", "segfault", "caught by type check"})
 """mutmut outcomes where the tests noticed the mutant."""
 SURVIVED = frozenset({"survived", "no tests"})
+TIMEOUT_MULTIPLIER = 2.0
+"""mutmut stops a mutant's tests after (their baseline seconds + 1) x this x 2 CPU seconds, half
+that in wall time. Its default, 15, let a mutant that loops for ever (``self.first = 1`` for
+``+= 1`` in single-binding's verdict: 71 s of tests) hold a worker for 18 minutes; 2 still
+leaves each run four times its baseline's CPU."""
 CONFIG = f"""
 [tool.mutmut]
 source_paths = ["mochaos/"]
 only_mutate = ["{MUTATED}/*"]
 pytest_add_cli_args_test_selection = ["{TESTS}/"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]
+timeout_multiplier = {TIMEOUT_MULTIPLIER}
 """
 _LINE = re.compile(r"^\s*(?P<name>\S+): (?P<status>.+?)\s*$")
 

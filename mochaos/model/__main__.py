@@ -14,8 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+from mochaos.ctrl.rest import Kube
 from mochaos.model.app import Model
-from mochaos.model.kube import Kube
 from mochaos.model.logs import Logger, LogSink
 from mochaos.model.profiles import get_profile, valid_names
 from mochaos.model.timing import Timing

@@ -9,15 +9,15 @@ from __future__ import annotations
 import threading
 import time
 
+from mochaos.ctrl.informer import ADDED, DELETED, MODIFIED, Informer
+from mochaos.ctrl.rest import CLAIMS, CLAIMSETS, PODS, POOLS, Kind, Kube, Obj
 from mochaos.model import claim, claimset, pool, store
 from mochaos.model.events import EventRecorder
 from mochaos.model.hakeeper import HAKeeper, StoreCache, container_started, store_uuid
-from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, POOLS, Kind, Kube, Obj
 from mochaos.model.logs import Logger
 from mochaos.model.objects import annotations_of, labels_of
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Client
-from mochaos.model.runtime.informer import ADDED, DELETED, MODIFIED, Informer
 from mochaos.model.runtime.reconciler import Reconciler
 from mochaos.model.timing import Timing
 
@@ -78,7 +78,7 @@ class Model:
         self.log = log
         self.stop_event = threading.Event()
         self.caches = {
-            kind: Informer(kube, kind, namespace, on_error=self._cache_error)
+            kind: Informer(kube, kind, namespace, stop=self.stop_event, on_error=self._cache_error)
             for kind in (PODS, CLAIMS, CLAIMSETS, POOLS)
         }
         client = Client(kube, namespace, self.caches)
@@ -131,9 +131,7 @@ class Model:
         not sync within SYNC_TIMEOUT or ``abort`` is set meanwhile.
         """
         for kind, cache in self.caches.items():
-            threading.Thread(
-                target=cache.run, args=(self.stop_event,), name=f"watch-{kind.plural}", daemon=True
-            ).start()
+            threading.Thread(target=cache.run, name=f"watch-{kind.plural}", daemon=True).start()
         threading.Thread(
             target=self.events.run, args=(self.stop_event,), name="events", daemon=True
         ).start()

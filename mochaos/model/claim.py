@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mochaos.ctrl.informer import MODIFIED
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL as CLAIMED_BY
 from mochaos.ctrl.objects import CLAIMSET_LABEL as CLAIMSET
 from mochaos.ctrl.objects import DIRECT_POD_LABEL as DIRECT_POD
@@ -18,8 +19,8 @@ from mochaos.ctrl.objects import OWNER_LABEL as OWNER
 from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import POOL_NAME_LABEL as POOL_NAME
 from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
+from mochaos.ctrl.rest import CLAIMS, PODS, POOLS, ApiError, Conflict, NotFound, Obj
 from mochaos.model.hakeeper import DRAINING, WORKING, HAKeeper, Store, read_score
-from mochaos.model.kube import CLAIMS, PODS, POOLS, ApiError, Conflict, NotFound, Obj
 from mochaos.model.objects import (
     deleting,
     labels_of,
@@ -30,7 +31,6 @@ from mochaos.model.objects import (
 )
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
-from mochaos.model.runtime.informer import MODIFIED
 from mochaos.model.timing import Timing, parse_time, since
 
 NAME = "cn-claim-manager"

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from mochaos.model.kube import EVENTS, ApiError, Kind, Kube, NotFound, Obj
+from mochaos.ctrl.rest import EVENTS, ApiError, Kind, Kube, NotFound, Obj
 from mochaos.model.logs import Logger
 
 NORMAL = "Normal"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mochaos.ctrl.objects import SCORE_ANNOTATION
-from mochaos.model.kube import Obj
+from mochaos.ctrl.rest import Obj
 from mochaos.model.objects import annotations_of
 
 WORKING = 1

@@ -17,7 +17,7 @@ from mochaos.ctrl.objects import MANAGEMENT_POLICY_ANNOTATION as MANAGEMENT_POLI
 from mochaos.ctrl.objects import NAMESPACE_LABEL as NAMESPACE
 from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import POOL_NAME_LABEL as POOL_NAME
-from mochaos.model.kube import CLAIMS, PODS, POOLS, ApiError, NotFound, Obj
+from mochaos.ctrl.rest import CLAIMS, PODS, POOLS, ApiError, NotFound, Obj
 from mochaos.model.objects import deleting, labels_of, mutable_labels, name_of, rand_string
 from mochaos.model.runtime.context import Context, ReSync, controller_ref, wrap
 from mochaos.model.timing import Timing, parse_time

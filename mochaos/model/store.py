@@ -6,6 +6,7 @@ of the ``Pooling`` policy in kruise lifecycle state Normal; see :class:`StoreAct
 
 from __future__ import annotations
 
+from mochaos.ctrl.informer import MODIFIED
 from mochaos.ctrl.objects import COMPONENT_LABEL as COMPONENT
 from mochaos.ctrl.objects import CONNECTIONS_ANNOTATION as CONNECTIONS
 from mochaos.ctrl.objects import CORDON_ANNOTATION as CORDON
@@ -18,6 +19,7 @@ from mochaos.ctrl.objects import KRUISE_STATE_LABEL as KRUISE_STATE
 from mochaos.ctrl.objects import MANAGEMENT_POLICY_ANNOTATION as MANAGEMENT_POLICY
 from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
+from mochaos.ctrl.rest import PODS, Conflict, Obj
 from mochaos.model.hakeeper import (
     DRAINING,
     SCORE_ANNOTATION,
@@ -28,7 +30,6 @@ from mochaos.model.hakeeper import (
     read_score,
     store_uuid,
 )
-from mochaos.model.kube import PODS, Conflict, Obj
 from mochaos.model.objects import (
     annotations_of,
     deleting,
@@ -37,7 +38,6 @@ from mochaos.model.objects import (
     mutable_labels,
 )
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
-from mochaos.model.runtime.informer import MODIFIED
 from mochaos.model.timing import Timing, since
 
 NAME = "cnstore"

@@ -15,19 +15,21 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from kubernetes import client
 
 from mochaos.cluster import events as cluster_events
+from mochaos.ctrl.listwatch import RETRIED, Event, ListWatch
+from mochaos.ctrl.rest import KINDS, Kube
 from mochaos.errors import InfraError
 from mochaos.observe.availability import AvailabilityProbe
 from mochaos.observe.history import ActionRecord, Change, Entry, History, LogRecord, Marker, State
 from mochaos.observe.oplog import parse_log_line
 from mochaos.observe.periods import Check, watch_dependency, watch_freezes
 from mochaos.observe.stream import HistoryStream
-from mochaos.observe.watching import KindWatcher, RawEvent
 
 WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
 CLUSTER_COMPONENT = "cluster"
@@ -72,8 +74,12 @@ class Recorder:
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
         self._listeners: list[Listener] = []
+        kinds = tuple(kinds)
+        kube = (
+            Kube.from_configuration(api.configuration, user_agent=api.user_agent) if kinds else None
+        )
         self.watchers = [
-            KindWatcher(api, kind=k, namespace=namespace, emit=self._on_event, stop=self._stop)
+            ListWatch(kube, KINDS[k], namespace, handle=partial(self._on_event, k), stop=self._stop)
             for k in kinds
         ]
         self.log_lines_skipped = 0
@@ -89,7 +95,7 @@ class Recorder:
         for w in self.watchers:
             w.initial_list()
         for w in self.watchers:
-            self._spawn(f"watch-{w.kind}", w.continuous_watch)
+            self._spawn(f"watch-{w.kind.kind}", w.run)
 
     def follow_operator(self, operator: OperatorLog) -> None:
         """Tail the operator's log into the history (this namespace's lines only)."""
@@ -188,14 +194,19 @@ class Recorder:
             self._cond.notify_all()
         return entry
 
-    def _on_event(self, kind: str, ev: RawEvent) -> None:
-        meta = ev.obj.get("metadata") or {}
+    def _on_event(self, kind: str, ev: Event) -> None:
+        obj = ev.obj
+        if obj is None:  # a relist found it gone: all we know is its name, at the list's version
+            name = ev.last["metadata"]["name"]
+            meta = {"name": name, "namespace": self.namespace, "resourceVersion": str(ev.rv)}
+            obj = {"kind": kind, "metadata": meta}
+        meta = obj.get("metadata") or {}
         # managedFields is bookkeeping of server-side apply: large and never judged.
         meta.pop("managedFields", None)
         self._append(
             lambda seq, t: Change(
-                seq=seq, t=t, kind=kind, event=ev.event, namespace=meta.get("namespace", ""),
-                name=meta.get("name", ""), rv=ev.rv, obj=ev.obj,
+                seq=seq, t=t, kind=kind, event=ev.type, namespace=meta.get("namespace", ""),
+                name=meta.get("name", ""), rv=ev.rv, obj=obj,
             )
         )  # fmt: skip
 
@@ -336,6 +347,21 @@ class Recorder:
             items = self._journal[since:]
             return items, since + len(items)
 
+    def _list_until(self, w: ListWatch, deadline: float) -> tuple[int, list[dict[str, Any]]]:
+        """A consistent LIST for the barrier, tried again while the apiserver does not
+        answer yet (in an outage's aftermath it says "storage is (re)initializing")."""
+        while True:
+            try:
+                return w.list()
+            except RETRIED as err:
+                self.check_healthy()
+                if time.monotonic() >= deadline:
+                    raise InfraError(
+                        f"recorder could not list {w.kind.kind} to catch up: {err}",
+                        hint="the apiserver did not answer; see the cluster's markers",
+                    ) from err
+                self._stop.wait(0.2)
+
     def barrier(self, *, timeout: float = 10.0) -> None:
         """Wait until the history holds every change made before this call, for every kind.
 
@@ -343,16 +369,16 @@ class Recorder:
         delivered anything at or past V, or when our state already equals the list.
         """
         for w in self.watchers:
-            version, items = w.list()
-            want = {o["metadata"]["name"]: int(o["metadata"]["resourceVersion"]) for o in items}
             deadline = time.monotonic() + timeout
+            version, items = self._list_until(w, deadline)
+            want = {o["metadata"]["name"]: int(o["metadata"]["resourceVersion"]) for o in items}
             with self._cond:
-                while not (w.last_rv >= version or _matches(self._state.all(w.kind), want)):
+                while not (w.last_rv >= version or _matches(self._state.all(w.kind.kind), want)):
                     self.check_healthy()
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise InfraError(
-                            f"recorder did not catch up with the apiserver for {w.kind} "
+                            f"recorder did not catch up with the apiserver for {w.kind.kind} "
                             f"in {timeout:.0f}s",
                             hint="the watch is stuck; see the test log",
                         )

@@ -17,7 +17,8 @@ from mochaos.cluster import attached
 from mochaos.cluster.attached import Attached
 from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import COMPONENTS, LocalProvider, is_our_process
-from mochaos.observe.watching import KindWatcher, RawEvent
+from mochaos.ctrl.listwatch import Event, ListWatch
+from mochaos.ctrl.rest import Kind, Kube
 from mochaos.procs import start_time
 
 from polling import wait_until
@@ -70,6 +71,14 @@ def probes(kube) -> client.CustomObjectsApi:
 
     wait_until(established, timeout=20, what="Probe CRD Established")
     return client.CustomObjectsApi(kube)
+
+
+PROBES = Kind("Probe", "probes", "test.mochaos.io", "v1")
+
+
+def _watcher(kube, namespace: str, seen: list[Event], stop: threading.Event) -> ListWatch:
+    rest = Kube.from_configuration(kube.configuration, user_agent="mochaos/test")
+    return ListWatch(rest, PROBES, namespace, handle=seen.append, stop=stop)
 
 
 def _probe(name: str, **meta) -> dict:
@@ -178,16 +187,11 @@ def test_namespace_deletion_and_garbage_collection(kube, cluster):
 
 
 def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
-    seen: list[RawEvent] = []
+    seen: list[Event] = []
     stop = threading.Event()
-    watcher = KindWatcher(
-        kube, kind="Probe", namespace=namespace, emit=lambda k, e: seen.append(e), stop=stop,
-        list_call=lambda **kw: probes.list_namespaced_custom_object(
-            "test.mochaos.io", "v1", namespace, "probes", **kw
-        ),
-    )  # fmt: skip
+    watcher = _watcher(kube, namespace, seen, stop)
     watcher.initial_list()
-    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
+    thread = threading.Thread(target=watcher.run, daemon=True)
     thread.start()
     args = ("test.mochaos.io", "v1", namespace, "probes")
     probes.create_namespaced_custom_object(*args, _probe("w"))
@@ -197,7 +201,8 @@ def test_watch_sees_changes_in_resource_version_order(probes, kube, namespace):
     stop.set()
     watcher.stop()
     thread.join(timeout=5)
-    assert [e.event for e in seen] == ["ADDED", "MODIFIED", "DELETED"]
+    assert not thread.is_alive(), "stop() did not end a watch blocked on its read"
+    assert [e.type for e in seen] == ["ADDED", "MODIFIED", "DELETED"]
     assert [e.rv for e in seen] == sorted(e.rv for e in seen)
 
 
@@ -238,23 +243,22 @@ def test_up_twice_reuses_and_down_leaves_nothing(tmp_path):
 def test_watch_from_a_compacted_version_relists_without_losing_changes(probes, kube, namespace):
     """A 410 Gone (the version is too old) makes the watcher relist and report the difference."""
     args = ("test.mochaos.io", "v1", namespace, "probes")
-    seen: list[RawEvent] = []
+    seen: list[Event] = []
     stop = threading.Event()
-    watcher = KindWatcher(
-        kube, kind="Probe", namespace=namespace, emit=lambda k, e: seen.append(e), stop=stop,
-        list_call=lambda **kw: probes.list_namespaced_custom_object(*args, **kw),
-    )  # fmt: skip
+    watcher = _watcher(kube, namespace, seen, stop)
     watcher.initial_list()
     probes.create_namespaced_custom_object(*args, _probe("kept"))
     probes.create_namespaced_custom_object(*args, _probe("gone"))
-    watcher.known["gone"] = 1  # as if we had seen it long ago...
-    watcher.known["vanished"] = 1  # ...and another that was deleted while we were away
+    stale = {"metadata": {"name": "", "resourceVersion": "1"}}
+    # as if we had seen "gone" long ago, and "vanished", deleted while we were away
+    watcher.known["gone"] = {"metadata": {**stale["metadata"], "name": "gone"}}
+    watcher.known["vanished"] = {"metadata": {**stale["metadata"], "name": "vanished"}}
     watcher.last_rv = 1  # far older than the apiserver's watch window: 410 Gone
-    thread = threading.Thread(target=watcher.continuous_watch, daemon=True)
+    thread = threading.Thread(target=watcher.run, daemon=True)
     thread.start()
     wait_until(lambda: watcher.relists >= 1 and len(seen) >= 3, timeout=15, what="a relist")
     stop.set()
     watcher.stop()
     thread.join(timeout=5)
-    events = {(e.event, e.obj["metadata"]["name"]) for e in seen}
+    events = {(e.type, e.last["metadata"]["name"]) for e in seen}
     assert {("ADDED", "kept"), ("MODIFIED", "gone"), ("DELETED", "vanished")} <= events

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mochaos.crds import install, own_crds
+from mochaos.ctrl.rest import Kube
 from mochaos.kube import Cluster
-from mochaos.model.kube import Kube
 
 from .scene import SCALE, ModelProcess, Scene, start_model
 

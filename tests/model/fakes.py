@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from mochaos.model.kube import Conflict, Kind, NotFound, Obj
+from mochaos.ctrl.rest import Conflict, Kind, NotFound, Obj
 from mochaos.model.logs import Logger
 from mochaos.model.runtime.context import Context
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, POOLS, Kube, NotFound, Obj
+from mochaos.ctrl.rest import CLAIMS, CLAIMSETS, PODS, POOLS, Kube, NotFound, Obj
 
 T = TypeVar("T")
 

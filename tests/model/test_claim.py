@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
+from mochaos.ctrl.rest import CLAIMS, PODS
 from mochaos.model.claim import ClaimActor, claims_for_pod, pod_claim_index, priority_order
 from mochaos.model.hakeeper import HAKeeper, StoreCache
-from mochaos.model.kube import CLAIMS, PODS
 from mochaos.model.profiles import get_profile
 from mochaos.model.runtime.context import ReSync
 from mochaos.model.timing import Timing

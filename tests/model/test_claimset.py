@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from mochaos.ctrl.rest import CLAIMS, CLAIMSETS, PODS, Obj
 from mochaos.model.claimset import ClaimSetActor, scale_in_order, split_claims
-from mochaos.model.kube import CLAIMS, CLAIMSETS, PODS, Obj
 from mochaos.model.profiles import get_profile
 from mochaos.model.timing import Timing, parse_time
 

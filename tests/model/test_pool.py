@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
-from mochaos.model.kube import POOLS
+from mochaos.ctrl.rest import POOLS
 from mochaos.model.pool import pod_for_pool, pool_deletion_order
 
 from .fakes import pod

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from mochaos.model.kube import PODS, Conflict
+from mochaos.ctrl.rest import PODS, Conflict
 from mochaos.model.store import DELETION_COST, StoreActor, starting, wants_pod_event
 from mochaos.model.timing import Timing
 

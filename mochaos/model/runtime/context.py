@@ -10,10 +10,10 @@ import copy
 from collections.abc import Callable
 from typing import TypeVar
 
-from mochaos.model.kube import Kind, Kube, NotFound, Obj
+from mochaos.ctrl.informer import Informer
+from mochaos.ctrl.rest import Kind, Kube, NotFound, Obj
 from mochaos.model.logs import Logger
 from mochaos.model.objects import merge_diff, meta
-from mochaos.model.runtime.informer import Informer
 from mochaos.model.timing import go_duration
 
 E = TypeVar("E", bound=BaseException)

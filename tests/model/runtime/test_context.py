@@ -4,7 +4,7 @@ and the server's answer replaces the object — in-memory status included.
 
 from __future__ import annotations
 
-from mochaos.model.kube import CLAIMS, Conflict
+from mochaos.ctrl.rest import CLAIMS, Conflict
 from mochaos.model.runtime.context import Client, OperatorError, ReSync, find_cause, wrap
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.model.kube import CLAIMS, Conflict, NotFound
+from mochaos.ctrl.rest import CLAIMS, Conflict, NotFound
 from mochaos.model.logs import Logger
 from mochaos.model.runtime.context import OperatorError, ReSync, wrap
 from mochaos.model.runtime.reconciler import BACKOFF, FORGET, Reconciler, Result

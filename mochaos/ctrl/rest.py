@@ -1,11 +1,15 @@
-"""A small JSON REST client for the apiserver, shaped like controller-runtime's client.
+"""The JSON REST client for the apiserver, shaped like controller-runtime's client.
 
 Objects are plain dicts as the apiserver sends them. A 409 becomes :class:`Conflict`, a 404
-:class:`NotFound`, no answer :class:`Unreachable`, so callers branch like ``apierrors.IsX``.
+:class:`NotFound`, a 410 :class:`Gone`, no answer :class:`Unreachable`, so callers branch
+like ``apierrors.IsX``. The reference model talks to the apiserver through it, and so does
+the recorder's list+watch (:mod:`mochaos.ctrl.listwatch`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,11 +18,16 @@ from urllib.parse import quote, urlencode
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from urllib3 import Timeout
+
+from mochaos.ctrl.objects import GROUP, VERSION
 
 Obj = dict[str, Any]
 
-GROUP = "core.matrixorigin.io"
-VERSION = "v1alpha1"
+POOL_SIZE = 32
+"""Connections kept per host: a process watches several kinds at once and writes beside."""
+CONNECT_TIMEOUT = 5.0
+"""Seconds to open a watch's connection (its read may then last the watch's whole span)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,8 @@ EVENTS = Kind("Event", "events")
 CLAIMS = Kind("CNClaim", "cnclaims", GROUP, VERSION)
 CLAIMSETS = Kind("CNClaimSet", "cnclaimsets", GROUP, VERSION)
 POOLS = Kind("CNPool", "cnpools", GROUP, VERSION)
+KINDS = {k.kind: k for k in (PODS, EVENTS, CLAIMS, CLAIMSETS, POOLS)}
+"""The kinds mo-chaos addresses, by ``kind`` name."""
 
 
 class ApiError(Exception):
@@ -92,7 +103,8 @@ def _error(status: int, body: bytes) -> ApiError:
 
 
 class Kube:
-    """Talks to one apiserver with the credentials of a kubeconfig file."""
+    """Talks to one apiserver with the credentials of a kubeconfig file (or of an
+    existing client's configuration: :meth:`from_configuration`)."""
 
     def __init__(
         self,
@@ -107,7 +119,19 @@ class Kube:
             config_file=kubeconfig, context=context, client_configuration=cfg,
             persist_config=False,
         )  # fmt: skip
-        cfg.connection_pool_maxsize = 32
+        self._connect(cfg, user_agent=user_agent, timeout=timeout)
+
+    @classmethod
+    def from_configuration(
+        cls, cfg: k8s_client.Configuration, *, user_agent: str, timeout: float = 30.0
+    ) -> Kube:
+        """A client on an existing kubernetes-client configuration (not changed)."""
+        kube = cls.__new__(cls)
+        kube._connect(copy.copy(cfg), user_agent=user_agent, timeout=timeout)
+        return kube
+
+    def _connect(self, cfg: k8s_client.Configuration, *, user_agent: str, timeout: float) -> None:
+        cfg.connection_pool_maxsize = POOL_SIZE
         self._pool = k8s_client.rest.RESTClientObject(cfg).pool_manager
         self._host = cfg.host.rstrip("/")
         self._headers = {"User-Agent": user_agent, "Accept": "application/json"}
@@ -124,8 +148,10 @@ class Kube:
         query: dict[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        timeout: float | None = None,
     ) -> Obj:
-        """One API call; returns the decoded JSON body or raises :class:`ApiError`."""
+        """One API call (``timeout``: seconds, the client's own when None); returns the
+        decoded JSON body or raises :class:`ApiError`."""
         url = self._host + path + (f"?{urlencode(query)}" if query else "")
         headers = dict(self._headers)
         data = None
@@ -133,7 +159,9 @@ class Kube:
             headers["Content-Type"] = content_type
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
-            resp = self._pool.request(method, url, body=data, headers=headers, timeout=self.timeout)
+            resp = self._pool.request(
+                method, url, body=data, headers=headers, timeout=timeout or self.timeout
+            )
         except Exception as err:  # urllib3's transport errors, whatever their class
             raise Unreachable(0, "Unreachable", f"{method} {path}: {err}") from err
         if resp.status >= 400:
@@ -187,10 +215,9 @@ class Kube:
 
     def watch(
         self, kind: Kind, namespace: str, *, resource_version: str, timeout_seconds: int
-    ) -> Iterator[tuple[str, Obj]]:
-        """Stream watch events ``(type, object)`` from ``resource_version`` until the server
-        ends the watch; BOOKMARK events are yielded too so the caller can move its version.
-        """
+    ) -> WatchStream:
+        """Open a watch from ``resource_version`` that the server ends after
+        ``timeout_seconds``; iterate the returned stream for its events."""
         query = {
             "watch": "true",
             "resourceVersion": resource_version,
@@ -198,26 +225,66 @@ class Kube:
             "timeoutSeconds": str(timeout_seconds),
         }
         url = self._host + kind.path(namespace) + "?" + urlencode(query)
+        timeout = Timeout(connect=CONNECT_TIMEOUT, read=float(timeout_seconds + 30))
         try:
             resp = self._pool.request(
-                "GET",
-                url,
-                headers=self._headers,
-                preload_content=False,
-                timeout=float(timeout_seconds + 15),
+                "GET", url, headers=self._headers, preload_content=False, timeout=timeout
             )
         except Exception as err:  # urllib3's transport errors, whatever their class
             raise Unreachable(0, "Unreachable", f"watch {kind.plural}: {err}") from err
-        try:
-            if resp.status >= 400:
+        if resp.status >= 400:
+            try:
                 raise _error(resp.status, resp.read())
-            buf = b""
-            for chunk in resp.stream(4096, decode_content=True):
+            finally:
+                resp.release_conn()
+        return WatchStream(resp, kind)
+
+
+class WatchStream:
+    """One open watch response: iterating it yields ``(type, object)`` per event, BOOKMARK
+    included so that the caller can move its version, until the server ends the watch.
+
+    An ERROR event raises (:class:`Gone` for 410), a broken connection raises
+    :class:`Unreachable`; :meth:`close` from another thread ends a blocked read.
+    """
+
+    def __init__(self, resp: Any, kind: Kind) -> None:
+        self._resp = resp
+        self._kind = kind
+
+    def __iter__(self) -> Iterator[tuple[str, Obj]]:
+        try:
+            for line in self._lines():
+                try:
+                    event = json.loads(line)
+                except ValueError as err:  # a line cut short: the connection broke
+                    raise self._broken(err) from err
+                etype, obj = event.get("type", ""), event.get("object") or {}
+                if etype == "ERROR":
+                    cls = {410: Gone}.get(obj.get("code"), ApiError)
+                    raise cls(obj.get("code", 500), obj.get("reason", ""), obj.get("message", ""))
+                yield etype, obj
+        finally:
+            self._resp.release_conn()
+
+    def _lines(self) -> Iterator[bytes]:
+        buf = b""
+        try:
+            for chunk in self._resp.stream(4096, decode_content=True):
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        event = json.loads(line)
-                        yield event["type"], event["object"]
-        finally:
-            resp.release_conn()
+                        yield line
+        except Exception as err:  # urllib3's transport errors, whatever their class
+            raise self._broken(err) from err
+        if buf.strip():
+            yield buf
+
+    def _broken(self, err: Exception) -> Unreachable:
+        return Unreachable(0, "Unreachable", f"watch {self._kind.plural}: {err}")
+
+    def close(self) -> None:
+        """End the stream, also a read blocked in another thread."""
+        with contextlib.suppress(Exception):  # already closed
+            self._resp.shutdown()
