@@ -103,34 +103,14 @@ def _error(status: int, body: bytes) -> ApiError:
 
 
 class Kube:
-    """Talks to one apiserver with the credentials of a kubeconfig file (or of an
-    existing client's configuration: :meth:`from_configuration`)."""
+    """Talks to one apiserver with the credentials of a kubernetes-client configuration
+    (:meth:`from_kubeconfig` reads one from a kubeconfig file)."""
 
     def __init__(
-        self,
-        kubeconfig: str,
-        *,
-        user_agent: str,
-        context: str | None = None,
-        timeout: float = 30.0,
+        self, cfg: k8s_client.Configuration, *, user_agent: str, timeout: float = 30.0
     ) -> None:
-        cfg = k8s_client.Configuration()
-        k8s_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=cfg,
-            persist_config=False,
-        )  # fmt: skip
-        self._connect(cfg, user_agent=user_agent, timeout=timeout)
-
-    @classmethod
-    def from_configuration(
-        cls, cfg: k8s_client.Configuration, *, user_agent: str, timeout: float = 30.0
-    ) -> Kube:
-        """A client on an existing kubernetes-client configuration (not changed)."""
-        kube = cls.__new__(cls)
-        kube._connect(copy.copy(cfg), user_agent=user_agent, timeout=timeout)
-        return kube
-
-    def _connect(self, cfg: k8s_client.Configuration, *, user_agent: str, timeout: float) -> None:
+        """``cfg`` is copied, not changed."""
+        cfg = copy.copy(cfg)
         cfg.connection_pool_maxsize = POOL_SIZE
         self._pool = k8s_client.rest.RESTClientObject(cfg).pool_manager
         self._host = cfg.host.rstrip("/")
@@ -139,6 +119,18 @@ class Kube:
         if bearer:
             self._headers["Authorization"] = bearer["value"]
         self.timeout = timeout
+
+    @classmethod
+    def from_kubeconfig(
+        cls, kubeconfig: str, *, user_agent: str, context: str | None = None
+    ) -> Kube:
+        """A client with the credentials of a kubeconfig file (and context)."""
+        cfg = k8s_client.Configuration()
+        k8s_config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=cfg,
+            persist_config=False,
+        )  # fmt: skip
+        return cls(cfg, user_agent=user_agent)
 
     def request(
         self,

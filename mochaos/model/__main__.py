@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     log = Logger(sink)
     user_agent = args.user_agent or f"matrixone-operator-model/{profile.name}"
     try:
-        kube = Kube(args.kubeconfig, user_agent=user_agent, context=args.context)
+        kube = Kube.from_kubeconfig(args.kubeconfig, user_agent=user_agent, context=args.context)
     except Exception as err:  # any unreadable kubeconfig is a usage error
         return _usage(f"cannot load kubeconfig {args.kubeconfig}: {err}")
     model = Model(

@@ -75,9 +75,7 @@ class Recorder:
         self._errors: list[BaseException] = []
         self._listeners: list[Listener] = []
         kinds = tuple(kinds)
-        kube = (
-            Kube.from_configuration(api.configuration, user_agent=api.user_agent) if kinds else None
-        )
+        kube = Kube(api.configuration, user_agent=api.user_agent) if kinds else None
         self.watchers = [
             ListWatch(kube, KINDS[k], namespace, handle=partial(self._on_event, k), stop=self._stop)
             for k in kinds

@@ -77,7 +77,7 @@ PROBES = Kind("Probe", "probes", "test.mochaos.io", "v1")
 
 
 def _watcher(kube, namespace: str, seen: list[Event], stop: threading.Event) -> ListWatch:
-    rest = Kube.from_configuration(kube.configuration, user_agent="mochaos/test")
+    rest = Kube(kube.configuration, user_agent="mochaos/test")
     return ListWatch(rest, PROBES, namespace, handle=seen.append, stop=stop)
 
 

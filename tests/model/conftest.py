@@ -22,7 +22,7 @@ from .scene import SCALE, ModelProcess, Scene, start_model
 @pytest.fixture(scope="session")
 def model_api(cluster: Cluster) -> Kube:
     """An API client for the tests' own writes, with the CRDs in place."""
-    api = Kube(str(cluster.kubeconfig), user_agent="mochaos/test-model")
+    api = Kube.from_kubeconfig(str(cluster.kubeconfig), user_agent="mochaos/test-model")
     install(cluster, own_crds())  # as the model target does (replaces a real operator's)
     return api
 
