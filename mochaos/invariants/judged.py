@@ -81,11 +81,11 @@ def periods(history: History, opens: str, closes: str) -> list[Period]:
 
 
 def _subject(rest: str) -> tuple[str, str]:
-    """``": matrixone (not running)"`` → (``matrixone``, ``not running``)."""
-    rest = rest.removeprefix(": ").strip()
-    if not rest or rest.startswith("after "):
+    """``": matrixone (not running)"`` → (``matrixone``, ``not running``); a label that goes on
+    without ``": "`` (``" after 4.9s"``) names no subject: (``""``, ``""``)."""
+    if not rest.startswith(": "):
         return "", ""
-    name, _, why = rest.partition(" ")
+    name, _, why = rest[2:].partition(" ")
     return name, why.removeprefix("(").removesuffix(")")
 
 

@@ -13,9 +13,11 @@ from mochaos.invariants.judged import (
     OperatorClock,
     Period,
     dependency_outages,
+    describe,
     external_freezes,
     freezes,
     judged,
+    periods,
 )
 from mochaos.observe.history import (
     APISERVER_AVAILABLE,
@@ -190,3 +192,86 @@ def test_a_freeze_the_framework_made_is_its_pause_fault_any_other_is_external():
     history = b.build()
     assert [(f.start, f.end) for f in freezes(history)] == [(10.2, 15.1), (40, 48)]
     assert [(f.start, f.end, f.what) for f in external_freezes(history)] == [(40, 48, "42")]
+
+
+def test_an_apiserver_outage_and_a_thaw_name_no_subject_a_dependency_and_a_freeze_do():
+    b = HistoryBuilder()
+    outage(b, 10, 20)
+    dependency_down(b, "kruise", 12, 15)
+    frozen(b, 30, 31.5)
+    history = b.build()
+    assert periods(history, APISERVER_UNAVAILABLE, APISERVER_AVAILABLE) == [Period(10, 20, "", "")]
+    assert dependency_outages(history) == [Period(12, 15, "kruise", "not running")]
+    assert freezes(history) == [Period(30, 31.5, "42", "SIGSTOP")]
+
+
+def test_an_end_with_no_period_open_is_ignored():
+    b = HistoryBuilder()
+    b.at(5).marker(f"{OPERATOR_THAWED} after 1.0s")  # its start not recorded
+    frozen(b, 10, 12)
+    b.at(13).marker(f"{APISERVER_AVAILABLE} after 2.0s")
+    history = b.build()
+    assert freezes(history) == [Period(10, 12, "42", "SIGSTOP")]
+    assert OperatorClock.of(history).outages == ((10, 12),)
+
+
+def test_periods_that_touch_are_one_outage_of_the_operator_clock():
+    b = HistoryBuilder()
+    outage(b, 10, 20)
+    frozen(b, 20, 30)  # stopped as the apiserver came back
+    clock = OperatorClock.of(b.build())
+    assert clock.outages == ((10, 30),)
+    assert clock.wall_time(10) == 30  # the last wall moment at operator time 10
+
+
+def test_a_moment_an_open_outage_started_maps_back_to_its_start_after_earlier_outages():
+    clock = OperatorClock(((10.0, 20.0), (30.0, math.inf)))
+    assert [clock.operator_time(t) for t in (25, 30, 1e9)] == [15, 20, 20]
+    assert [clock.wall_time(c) for c in (15, 20)] == [25, 30]
+
+
+def test_describe_gives_each_periods_length_or_how_long_it_has_been_open():
+    found = [
+        Period(10, 30.34, "matrixone", "not running"),
+        Period(40, math.inf, "kruise"),
+        Period(50, math.inf, "42", "SIGSTOP"),  # started after now: not negative
+    ]
+    assert describe(found, 45.4) == (
+        "matrixone for 20.3s (not running); kruise for 5s and not back; "
+        "42 for 0s and not back (SIGSTOP)"
+    )
+    assert describe([], 45) == ""
+
+
+def test_a_pause_covers_freezes_within_its_slack_at_either_end():
+    b = HistoryBuilder()
+
+    def pause_then_freeze(at: float, start: float, end: float, **params: float) -> None:
+        first, second = sorted([(at, "pause"), (start, "freeze")])
+        for t, what in (first, second):
+            if what == "pause":
+                b.at(t).action("pause_operator", kind="Operator", name="operator", params=params)
+            else:
+                b.at(t).marker(f"{OPERATOR_FROZEN}: 42 (SIGSTOP)")
+        b.at(end).marker(f"{OPERATOR_THAWED} after {end - start:.1f}s")
+
+    frozen(b, 2, 4)  # before any pause
+    pause_then_freeze(10, 9, 16, seconds=5)  # from 1 s before it to 1 s after its end: the pause
+    pause_then_freeze(30, 31, 35, seconds=5)  # up to 1 s late: the pause
+    pause_then_freeze(50, 48.9, 52, seconds=5)  # too early
+    pause_then_freeze(70, 71.1, 74, seconds=5)  # too late
+    pause_then_freeze(90, 90.5, 96.1, seconds=5)  # too long
+    pause_then_freeze(110, 110.2, 111)  # a pause of unknown length counts as 0 s: ends by 111
+    pause_then_freeze(130, 130.2, 131.5)
+    history = b.build()
+    assert [f.start for f in external_freezes(history)] == [2, 48.9, 71.1, 90.5, 130.2]
+
+
+def test_events_keep_their_places_their_versions_are_of_another_store():
+    b = HistoryBuilder()
+    b.at(1).pod("A", phase="Idle")
+    event = b.at(2).other("Event", "e1")
+    b.entries[-1] = replace(event, rv=5)  # an etcd of their own: a version below the pods'
+    b.at(3).pod("A", phase="Bound")
+    view, _ = judged(b.build())
+    assert [(e.kind, e.rv) for e in view] == [("Pod", 101), ("Event", 5), ("Pod", 103)]
