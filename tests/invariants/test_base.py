@@ -1,6 +1,12 @@
-"""Deadline bookkeeping shared by the time-based invariants."""
+"""Deadline bookkeeping shared by the time-based invariants, and what a deadline judge tells
+the settle: whether something may still fail it (open) or its failure stays (decided)."""
 
-from mochaos.invariants.base import Deadlines
+from mochaos.config import CheckOptions
+from mochaos.invariants import get
+from mochaos.invariants.base import Deadlines, feed
+from mochaos.invariants.facts import Facts
+
+from .builders import HistoryBuilder, bind, ticks
 
 
 def test_obligation_is_due_only_after_its_deadline_and_stays_open():
@@ -56,3 +62,36 @@ def test_earliest_deadline_is_due_first_and_summary_counts_open():
     deadlines.close("late")
     assert deadlines.summary("things") == "2 things"
     assert deadlines.get("late") is None
+
+
+def _deadline_judge(history: HistoryBuilder):
+    """A finalizer-completes judge (a DeadlineJudge) fed ``history``."""
+    facts = Facts()
+    judge = get("finalizer-completes").judge(CheckOptions(finalize_timeout=60), facts)
+    feed(facts, (judge,), history.entries)
+    return judge
+
+
+def test_a_deadline_judge_is_open_until_the_deadline_and_decided_once_past_it():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    idle = _deadline_judge(b)
+    assert (idle.open(100), idle.decided(100)) == (False, False)  # nothing to wait for
+    b.at(10).claim("X", deleting=True)  # due by 70
+    judge = _deadline_judge(b)
+    assert (judge.open(69.9), judge.decided(69.9)) == (True, False)
+    assert (judge.open(70), judge.decided(70)) == (False, False)  # at the deadline: neither
+    assert (judge.open(70.1), judge.decided(70.1)) == (False, True)  # late by now, no entry yet
+    assert judge.failure is None
+
+
+def test_a_deadline_judges_failure_stays_decided_after_its_obligation_closed():
+    b = HistoryBuilder()
+    bind(b, "X", "A")
+    b.at(10).claim("X", deleting=True)
+    ticks(b, 71, 71)  # an entry past the deadline: the failure
+    b.at(72).claim("X", finalizers=[])
+    b.delete("CNClaim", "X")
+    judge = _deadline_judge(b)
+    assert judge.failure is not None and judge.deadlines.pending == 0
+    assert (judge.open(72), judge.decided(72)) == (False, True)

@@ -9,6 +9,7 @@ import pytest
 
 from mochaos.config import CheckOptions
 from mochaos.invariants import ALL, IncrementalChecker, evaluate, get
+from mochaos.invariants.checker import moved
 from mochaos.observe.history import ActionRecord, Change, Entry, History
 
 from .builders import HistoryBuilder, bind, ticks
@@ -203,3 +204,53 @@ def test_feed_and_verdicts_judge_the_running_history_not_the_settled_one():
     assert [v.invariant for v in checker.verdicts(final=True) if v.failed] == [
         "pod-claim-agreement"
     ]
+
+
+def test_undecided_lists_what_is_in_flight_or_open_for_every_invariant_not_failed_for_good():
+    options = CheckOptions(finalize_timeout=60, converge_timeout=20, retry_window=12)
+    order = ("finalizer-completes", "replicas-converge", "retry-budget", "single-binding")
+    checker = IncrementalChecker(options, tuple(get(i) for i in (*order, "no-leaked-pods")))
+    b = HistoryBuilder()
+    b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)  # to converge by 20
+    bind(b, "X", "A")
+    bind(b, "Z", "B")
+    b.pod("B", claimed_by="X")  # a double binding: single-binding fails at once...
+    b.at(1).claim("X", deleting=True)  # to be gone by 61
+    b.at(2).log("finalize CNClaim", name="X")  # a retry: its window lasts until 14
+    checker.feed(b.entries)
+    assert [v.status for v in checker.verdicts()] == ["pass", "pass", "pass", "fail", "skipped"]
+    # ...but not for good (an action record completed later may show the write was ours),
+    # and like no-leaked-pods (judged at settle) it has nothing in flight and is never open.
+    assert checker.undecided(5) == ["deleting X", "replicas-converge open", "retry-budget open"]
+    assert checker.decided(5) == []
+    b.at(25).log("finalize CNClaim", name="X")  # past the convergence deadline: a failure
+    checker.feed(b.entries[-1:])
+    assert checker.decided(30) == ["replicas-converge"]
+    assert checker.undecided(30) == ["deleting X", "retry-budget open"]
+    assert checker.undecided(40) == ["deleting X"]
+    assert checker.decided(61.5) == ["finalizer-completes", "replicas-converge"]
+    assert checker.undecided(61.5) == []
+
+
+def test_a_deletion_is_a_move_even_when_its_last_state_is_the_previous_one():
+    b = HistoryBuilder()
+    b.at(1).pod("A", phase="Idle")
+    gone = b.at(5).delete("Pod", "A")  # the DELETED event carries the object as it was
+    checker = IncrementalChecker(CheckOptions(), ALL)
+    checker.feed(b.entries)
+    assert gone.obj == b.entries[0].obj
+    assert checker.last_move() == 5
+
+
+def test_the_order_of_a_list_is_no_move_whatever_its_items_are():
+    def pod(rv: int, items: list) -> Change:
+        obj = {"kind": "Pod", "metadata": {"name": "A", "resourceVersion": str(rv)}}
+        return Change(rv, rv, "Pod", "MODIFIED", "ns", "A", rv, obj | {"spec": {"items": items}})
+
+    # JSON lists may mix types (a port by number and by name, a null, an object).
+    mixed = [8080, "http", None, {"name": "x"}, ["y"]]
+    before = pod(1, mixed).obj
+    assert not moved(before, pod(2, mixed[::-1]))
+    assert not moved(before, pod(3, mixed[2:] + mixed[:2]))
+    assert moved(before, pod(4, [8081, "http", None, {"name": "x"}, ["y"]]))
+    assert moved(before, pod(5, mixed[1:]))

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from mochaos.config import CheckOptions
-from mochaos.invariants import get
+from mochaos.invariants import IncrementalChecker, get
 
 from .builders import HistoryBuilder
 
@@ -94,3 +94,19 @@ def test_the_last_error_is_cut_to_120_characters():
     assert message == (
         f"11 error-level records for chaos-test/S1 within 60s (budget 10); last: {long[:120]}"
     )
+
+
+def test_open_while_the_last_retry_is_within_its_window_and_decided_once_over_budget():
+    b = HistoryBuilder()
+    finalize_every(b, "X", start=0, every=5, count=3)  # passes at 0, 5 and 10
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    # More retries may still come within 60 s of the last one and exceed the budget.
+    assert checker.undecided(70) == ["retry-budget open"]
+    assert checker.undecided(70.5) == []
+    assert checker.decided(70.5) == []
+    finalize_every(b, "X", start=15, every=5, count=8)  # the 11th pass, at 50, within 60 s
+    checker.feed(b.entries[9:])
+    assert checker.verdicts()[0].violation.t == 50
+    assert checker.decided(51) == ["retry-budget"]  # over budget once: that stays
+    assert checker.undecided(51) == []

@@ -258,6 +258,20 @@ def test_running_verdicts_wait_until_now_is_past_the_window():
     assert late.violation.t == 30
 
 
+def test_a_deletion_keeps_the_judge_open_until_an_entry_closes_its_window():
+    b = migrating_set()
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    assert checker.undecided(30) == []
+    b.at(30).claim("X", deleting=True)
+    checker.feed(b.entries[-1:])
+    assert checker.undecided(31) == ["scalein-skips-migrating open"]  # Y may still go
+    ticks(b, 36, 36)
+    checker.feed(b.entries[-1:])
+    assert checker.verdicts()[0].failed
+    assert checker.undecided(36) == []
+
+
 def test_a_deletion_seen_only_as_deleted_counts():
     b = migrating_set()
     b.at(30.2).delete("CNClaim", "X")  # no finalizer: gone at once
