@@ -13,10 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mochaos import __version__
+from mochaos import __version__, progress
 from mochaos.cluster import PROVIDERS
 from mochaos.config import CHECK_SETTINGS
 from mochaos.errors import MochaosError, UsageError
+from mochaos.operator import parse_target
+from mochaos.report import compare
+from mochaos.report.rundir import new_run_id
 
 SUITES = Path(__file__).resolve().parent / "suites"
 """The suites shipped with the package."""
@@ -137,8 +140,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from mochaos.binaries import control_plane
-    from mochaos.cluster import local
+    from mochaos.binaries import (  # lazy: fast cli start-up; pulls the binaries' build code
+        control_plane,
+    )
+    from mochaos.cluster import local  # lazy: fast cli start-up; pulls the local provider
 
     if args.action == "build":
         control_plane.build(force=args.force)
@@ -158,7 +163,9 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _kind(args: argparse.Namespace) -> int:
-    from mochaos.cluster import engine_host
+    from mochaos.cluster import (  # lazy: fast cli start-up; pulls tenacity, the engine host
+        engine_host,
+    )
 
     if args.action == "engine":
         if args.state == "up":
@@ -169,15 +176,21 @@ def _kind(args: argparse.Namespace) -> int:
             print(engine_host.status())
             return 0 if engine_host.answers() else 3
         return 0
-    from mochaos.cluster.kind import KindProvider
+    from mochaos.cluster.kind import (  # lazy: fast cli start-up; pulls the kind provider
+        KindProvider,
+    )
 
     provider = KindProvider(keep_cluster=True)
     if args.action == "node-image":
         print(provider.offline_node_image(force=args.force))
     elif args.action == "images":
-        from mochaos.images import minio
-        from mochaos.operator.helm import KRUISE_IMAGE
-        from mochaos.operator.matrixone.topology import DEFAULT_MO_IMAGE
+        from mochaos.images import minio  # lazy: fast cli start-up; pulls the image builders
+        from mochaos.operator.helm import (  # lazy: fast cli start-up; pulls Helm and kruise code
+            KRUISE_IMAGE,
+        )
+        from mochaos.operator.matrixone.topology import (  # lazy: fast cli start-up; image builders
+            DEFAULT_MO_IMAGE,
+        )
 
         # The upstream images the seed suite needs besides the operator's own.
         for ref in (KRUISE_IMAGE, DEFAULT_MO_IMAGE):
@@ -196,10 +209,9 @@ def _qualify(args: argparse.Namespace) -> int:
     import json
     import re
 
-    from mochaos.operator import parse_target
-    from mochaos.operator.leftovers import sweep
-    from mochaos.report import compare
-    from mochaos.report.rundir import new_run_id
+    from mochaos.operator.leftovers import (  # lazy: fast cli start-up; pulls the sweep, reports
+        sweep,
+    )
 
     # A bad target is a usage error (exit 2) before any run, not N errored runs (exit 3).
     for spec in args.operator:
@@ -231,16 +243,22 @@ def _qualify(args: argparse.Namespace) -> int:
 
 
 def _workloads() -> list[str]:
-    from mochaos.scenario.workloads import WORKLOADS
+    from mochaos.scenario.workloads import (  # lazy: plugin imports cli; pulls the scenario engine
+        WORKLOADS,
+    )
 
     return list(WORKLOADS)
 
 
 def _explore(args: argparse.Namespace) -> int:
-    from mochaos.explore import report, runner
-    from mochaos.explore.faults import parse_fault_kinds
-    from mochaos.explore.plan import load
-    from mochaos.explore.signatures import group
+    from mochaos.explore import report, runner  # lazy: fast cli start-up; pulls the explore engine
+    from mochaos.explore.faults import (  # lazy: fast cli start-up; pulls the explore engine
+        parse_fault_kinds,
+    )
+    from mochaos.explore.plan import load  # lazy: fast cli start-up; pulls the explore engine
+    from mochaos.explore.signatures import (  # lazy: fast cli start-up; pulls the explore engine
+        group,
+    )
 
     if args.report is not None:
         exploration = load(args.report)
@@ -267,8 +285,8 @@ def _qualify_one(
 ) -> tuple[int, Path]:
     """Qualify ``spec`` into ``root``; (exit status, its qualification folder), appended to
     ``--history`` when given. ``after_runs`` sweeps the cluster once the target's runs end."""
-    from mochaos.report import history
-    from mochaos.report.qualify import qualify
+    from mochaos.report import history  # lazy: fast cli start-up; pulls the report writers
+    from mochaos.report.qualify import qualify  # lazy: fast cli start-up; pulls the report writers
 
     before = set(root.glob("qual-*"))
     code = qualify(
@@ -284,14 +302,16 @@ def _qualify_one(
 
 def _write_history(args: argparse.Namespace) -> None:
     if args.history is not None:
-        from mochaos.report.grid import write_grid
+        from mochaos.report.grid import (  # lazy: fast cli start-up; pulls the report writers
+            write_grid,
+        )
 
         print(f"qualify: grid {write_grid(args.history)}", flush=True)
 
 
 def _history(args: argparse.Namespace) -> int:
-    from mochaos.report import history
-    from mochaos.report.grid import write_grid
+    from mochaos.report import history  # lazy: fast cli start-up; pulls the report writers
+    from mochaos.report.grid import write_grid  # lazy: fast cli start-up; pulls the report writers
 
     if args.action == "grid":
         print(write_grid(args.store))
@@ -305,7 +325,11 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from mochaos.report.recheck import options_line, recheck, verdict_line
+    from mochaos.report.recheck import (  # lazy: plugin imports cli; pulls the invariants
+        options_line,
+        recheck,
+        verdict_line,
+    )
 
     history, verdicts, options, origin = recheck(
         args.history, {s.name: getattr(args, s.name) for s in CHECK_SETTINGS}
@@ -317,9 +341,17 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from mochaos.report.merge import exit_status, merge
-    from mochaos.report.result import ScenarioResult
-    from mochaos.report.summary import read_results, terminal_line
+    from mochaos.report.merge import (  # lazy: fast cli start-up; pulls the report writers
+        exit_status,
+        merge,
+    )
+    from mochaos.report.result import (  # lazy: plugin imports cli; pulls the invariants
+        ScenarioResult,
+    )
+    from mochaos.report.summary import (  # lazy: plugin imports cli; pulls the invariants
+        read_results,
+        terminal_line,
+    )
 
     summary = merge(list(args.reports), args.out)
     for data in read_results(args.out):
@@ -333,8 +365,6 @@ def _merge(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status."""
-    from mochaos import progress
-
     # Long steps (builds, cluster start, doubles) report through the mochaos logger.
     sink = progress.install(progress.Sink(sys.stderr, verbose=True, clock=False))
     try:

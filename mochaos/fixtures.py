@@ -20,8 +20,10 @@ import pytest
 
 from mochaos import namespaces, progress, runstate
 from mochaos.cluster import ClusterProvider
+from mochaos.cluster import make_provider as provider_named
 from mochaos.config import RunConfig, run_config
 from mochaos.kube import Cluster, check_reachable, new_api_client
+from mochaos.operator import parse_target
 from mochaos.operator.target import OperatorTarget, RunningOperator
 from mochaos.scenario_reports import SCENARIO_STARTED, test_folder, test_id, write_reports
 
@@ -46,7 +48,9 @@ def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
 @pytest.fixture(scope="session")
 def cluster(cluster_provider: ClusterProvider) -> Cluster:
     """A running cluster from the chosen provider (built and started on first use)."""
-    from mochaos.report.testreport import add_findings
+    from mochaos.report.testreport import (  # lazy: light plugin load; pulls the invariants
+        add_findings,
+    )
 
     with progress.phase("cluster"):
         started = cluster_provider.up()
@@ -82,7 +86,9 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
     finally:
         runstate.unregister_namespace(name)
     if findings:
-        from mochaos.report.testreport import add_findings
+        from mochaos.report.testreport import (  # lazy: light plugin load; pulls the invariants
+            add_findings,
+        )
 
         add_findings(test_folder(request.node, mochaos), [str(f) for f in findings])
 
@@ -104,8 +110,6 @@ def operator_target(
     mochaos: RunConfig, cluster: Cluster, cluster_provider: ClusterProvider
 ) -> Iterator[OperatorTarget]:
     """The ``--operator`` target: its images loaded, installed once for the session."""
-    from mochaos.operator import parse_target
-
     target = parse_target(mochaos.operator, mochaos.target_options())
     with progress.phase("operator install"):
         for ref in target.images:
@@ -146,8 +150,10 @@ def recorder(
     """The namespace's recorder (watches claims, sets, pools, pods, events, the apiserver's
     availability, the cluster's restarts, the local cluster's doubles), streaming the
     history into the test's report folder as it records."""
-    from mochaos.observe.recorder import Recorder
-    from mochaos.report.artifacts import HISTORY_FILE
+    from mochaos.observe.recorder import Recorder  # lazy: light plugin load; pulls the recorder
+    from mochaos.report.artifacts import (  # lazy: light plugin load; pulls the invariants
+        HISTORY_FILE,
+    )
 
     api = new_api_client(cluster.kubeconfig, user_agent="mochaos/recorder", context=cluster.context)
     folder = test_folder(request.node, mochaos)
@@ -157,7 +163,9 @@ def recorder(
     if cluster.events_log is not None:
         rec.follow_cluster(cluster.events_log)
     if cluster.provider == "local":
-        from mochaos.cluster.local import LocalProvider
+        from mochaos.cluster.local import (  # lazy: light plugin load; pulls the local provider
+            LocalProvider,
+        )
 
         rec.watch_dependencies(LocalProvider(name=cluster.name).dependency_checks())
     yield rec
@@ -176,7 +184,10 @@ def scenario(
 ) -> Iterator[Any]:
     """A chaos scenario bound to this test's namespace, recorder and operator; its reports
     are written when the test ends, whatever its outcome."""
-    from mochaos.scenario.engine import RunInfo, Scenario
+    from mochaos.scenario.engine import (  # lazy: light plugin load; pulls the scenario engine
+        RunInfo,
+        Scenario,
+    )
 
     recorder.follow_operator(operator)
     # An operator run as a local process (model, binary:, source:) is watched for SIGSTOP.
@@ -204,8 +215,6 @@ def scenario(
 
 def make_provider(cfg: RunConfig) -> ClusterProvider:
     """The ``--mochaos-cluster`` provider for the run's settings (no connection yet)."""
-    from mochaos.cluster import make_provider as provider_named
-
     return provider_named(
         cfg.cluster,
         kubeconfig=cfg.kubeconfig,

@@ -20,7 +20,17 @@ from typing import Any
 import pytest
 
 from mochaos import progress
-from mochaos.config import RUN_CONFIG_KEY, SETTINGS, RunConfig, resolve, run_config
+from mochaos.cli import SUITES
+from mochaos.config import (
+    RUN_CONFIG_KEY,
+    SETTING_BY_NAME,
+    SETTINGS,
+    RunConfig,
+    default_workers,
+    resolve,
+    resolve_one,
+    run_config,
+)
 from mochaos.errors import Inconclusive, MochaosError, UsageError
 from mochaos.fixtures import (  # noqa: F401  (pytest finds a plugin's fixtures among its names)
     cluster,
@@ -34,12 +44,16 @@ from mochaos.fixtures import (  # noqa: F401  (pytest finds a plugin's fixtures 
     recorder,
     scenario,
 )
+from mochaos.operator import parse_target
+from mochaos.paths import state_dir
+from mochaos.report.rundir import new_run_id
 from mochaos.scenario_reports import (
     ERROR_ATTR,
     REPORT_KEY,
     SCENARIO_STARTED,
     write_setup_error,
 )
+from mochaos.shard import select
 
 SINK_KEY = pytest.StashKey[progress.Sink]()
 FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
@@ -93,8 +107,6 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
         and not config.getoption("collectonly")
         and _runs_suites(config)
     ):
-        from mochaos.config import default_workers
-
         try:
             workers = _setting_now(config, "workers") or default_workers(
                 _setting_now(config, "cluster")
@@ -108,8 +120,6 @@ def pytest_cmdline_main(config: pytest.Config) -> Any:
 
 def _runs_suites(config: pytest.Config) -> bool:
     """True when the run collects (some of) the packaged suites."""
-    from mochaos.cli import SUITES
-
     suites = SUITES.resolve()
     for arg in config.args:
         target = arg.split("::", 1)[0]
@@ -123,8 +133,6 @@ def _runs_suites(config: pytest.Config) -> bool:
 
 def _setting_now(config: pytest.Config, name: str) -> Any:
     """One setting read before ``pytest_configure`` (option, environment, ini, default)."""
-    from mochaos.config import SETTING_BY_NAME, resolve_one
-
     return resolve_one(
         SETTING_BY_NAME[name], option=lambda s: _option(config, s),
         ini=lambda s: config.getini(s.ini),
@@ -148,7 +156,6 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         if workerinput:
             cfg = _with_seed(cfg, workerinput["mochaos_seed"])
-        from mochaos.operator import parse_target
 
         target = parse_target(cfg.operator, cfg.target_options())
         config.stash[MODEL_TARGET_KEY] = target.time_scaled
@@ -190,14 +197,10 @@ def _with_seed(cfg: RunConfig, seed: int) -> RunConfig:
 
 
 def _new_run_id() -> str:
-    from mochaos.report.rundir import new_run_id
-
     return new_run_id()
 
 
 def _progress_file(cfg: RunConfig) -> Path:
-    from mochaos.paths import state_dir
-
     return state_dir() / "runs" / f"{cfg.run_id}.progress"
 
 
@@ -339,7 +342,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or cfg.shard is None:
         return
-    from mochaos.shard import select
 
     keep = select([item.nodeid for item in items], cfg.shard)
     dropped = [item for item in items if item.nodeid not in keep]
@@ -365,8 +367,11 @@ def _merge_summary(config: pytest.Config) -> None:
     cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
-    from mochaos.report.index import write_index
-    from mochaos.report.summary import merge_summary, read_results
+    from mochaos.report.index import write_index  # lazy: light plugin load; pulls the invariants
+    from mochaos.report.summary import (  # lazy: light plugin load; pulls the invariants
+        merge_summary,
+        read_results,
+    )
 
     first = next(iter(read_results(cfg.run_dir)), {})
     merge_summary(
@@ -387,8 +392,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return
-    from mochaos.report.result import ScenarioResult
-    from mochaos.report.summary import read_results, terminal_line
+    from mochaos.report.result import (  # lazy: light plugin load; pulls the invariants
+        ScenarioResult,
+    )
+    from mochaos.report.summary import (  # lazy: light plugin load; pulls the invariants
+        read_results,
+        terminal_line,
+    )
 
     results = read_results(cfg.run_dir)
     if not results:

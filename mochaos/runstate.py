@@ -28,6 +28,7 @@ from filelock import FileLock
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, runs, start_time, wait_gone
+from mochaos.tooling.docker_cli import DockerCli
 
 _LOCK = threading.Lock()
 REAP_ATTEMPTS = 5
@@ -171,8 +172,6 @@ def _reap_processes(path: Path, data: dict[str, Any], done: list[str]) -> None:
 
 
 def _reap_containers(path: Path, data: dict[str, Any], done: list[str]) -> None:
-    from mochaos.tooling.docker_cli import DockerCli
-
     for cid, where in list(data.get("containers", {}).items()):
         try:
             DockerCli(engine=where.get("engine")).remove(cid)

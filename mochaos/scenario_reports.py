@@ -16,6 +16,8 @@ import pytest
 from mochaos import progress
 from mochaos.config import RunConfig, run_config
 from mochaos.kube import Cluster
+from mochaos.report.rundir import create_run_dir, test_dir
+from mochaos.testids import portable_nodeid
 
 ERROR_ATTR = "mochaos_error"
 """Set on a test report whose call phase ended in an infrastructure or usage error."""
@@ -28,8 +30,14 @@ def write_reports(
     item: pytest.Item, sc: Any, cluster: Cluster, namespace: str, cfg: RunConfig
 ) -> None:
     """The one place a scenario test's folder is written."""
-    from mochaos.report.junit import attachment_line, junit_properties
-    from mochaos.report.testreport import error_result, write_test_reports
+    from mochaos.report.junit import (  # lazy: light plugin load; pulls invariants, JUnit
+        attachment_line,
+        junit_properties,
+    )
+    from mochaos.report.testreport import (  # lazy: light plugin load; pulls invariants, recorder
+        error_result,
+        write_test_reports,
+    )
 
     result = sc.result
     if result is None:
@@ -60,15 +68,11 @@ def write_reports(
 def test_id(item: pytest.Item) -> str:
     """The test's id as reports show it: as imported (``mochaos/suites/test_x.py::test``),
     never with the folder its package is installed in."""
-    from mochaos.testids import portable_nodeid
-
     return portable_nodeid(item.nodeid)
 
 
 def test_folder(item: pytest.Item, cfg: RunConfig) -> Path:
     """The test's folder in the run's report folder (created with the run's folder)."""
-    from mochaos.report.rundir import create_run_dir, test_dir
-
     return test_dir(create_run_dir(cfg.reports_dir, cfg.run_id), item.nodeid)
 
 
@@ -95,8 +99,10 @@ def outcome_of(report: pytest.TestReport | None) -> Any:
 
 def write_setup_error(item: pytest.Item, report: pytest.TestReport) -> None:
     """A scenario that never started still gets a result (outcome error) in the run."""
-    from mochaos.report.summary import write_result
-    from mochaos.report.testreport import error_result
+    from mochaos.report.summary import write_result  # lazy: light plugin load; pulls the invariants
+    from mochaos.report.testreport import (  # lazy: light plugin load; pulls invariants, recorder
+        error_result,
+    )
 
     cfg = run_config(item.config)
     result = error_result(

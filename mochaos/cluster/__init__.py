@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from mochaos.cluster.existing import ExistingProvider
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
 
@@ -49,16 +50,18 @@ def make_provider(
 ) -> ClusterProvider:
     """The provider called ``name``, configured from the command-line options."""
     if name == "local":
-        from mochaos.cluster.local import LocalProvider
+        from mochaos.cluster.local import (  # lazy: cli and plugin load it; pulls local provider
+            LocalProvider,
+        )
 
         return LocalProvider()
     if name == "kind":
-        from mochaos.cluster.kind import KindProvider
+        from mochaos.cluster.kind import (  # lazy: cli and plugin load it; pulls the kind provider
+            KindProvider,
+        )
 
         return KindProvider(keep_cluster=keep_cluster)
     if name == "existing":
-        from mochaos.cluster.existing import ExistingProvider
-
         return ExistingProvider(
             kubeconfig=kubeconfig, context=context, allow_contexts=allow_contexts
         )

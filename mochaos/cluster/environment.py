@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from mochaos.doubles import DoubleSpec
+from mochaos.doubles import DoubleSpec, matrixone
 from mochaos.kube import Cluster
 
 
@@ -39,8 +39,7 @@ FILE = "environment.json"
 def parts(env: Environment) -> tuple[DoubleSpec, ...]:
     """The processes of ``env`` in start order: kruise-manager first (it makes the pods the
     operator's workloads ask for), then the MatrixOne double (it registers stores for them)."""
-    from mochaos.doubles import matrixone
-    from mochaos.kruise import manager
+    from mochaos.kruise import manager  # lazy: plugin load (via operator.target); Go builds
 
     out = [manager.spec(env.kruise)] if env.kruise else []
     return (*out, *([matrixone.SPEC] if env.matrixone else []))
@@ -49,8 +48,12 @@ def parts(env: Environment) -> tuple[DoubleSpec, ...]:
 def build(env: Environment) -> None:
     """Put what ``env`` runs into the binary cache (each under its own build lock, so that a
     cold build does not hold the cluster's lock for minutes)."""
-    from mochaos.doubles.matrixone import build as matrixone_build
-    from mochaos.kruise import build as kruise_build
+    from mochaos.doubles.matrixone import (  # lazy: plugin load (via operator.target); Go builds
+        build as matrixone_build,
+    )
+    from mochaos.kruise import (  # lazy: plugin load (via operator.target); Go builds
+        build as kruise_build,
+    )
 
     if env.kruise:
         kruise_build.kruise_manager(env.kruise)
@@ -87,6 +90,8 @@ def provide(cluster: Cluster, env: Environment) -> None:
     Other providers bring their own (the operator's chart installs OpenKruise on kind)."""
     if cluster.provider != "local" or env == Environment():
         return
-    from mochaos.cluster.local import LocalProvider
+    from mochaos.cluster.local import (  # lazy: import cycle cluster.environment <-> cluster.local
+        LocalProvider,
+    )
 
     LocalProvider(name=cluster.name).provide(env)

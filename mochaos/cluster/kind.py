@@ -35,7 +35,8 @@ from mochaos.cluster.kind_config import (
 from mochaos.cluster.kind_images import load_image
 from mochaos.errors import InfraError, UsageError
 from mochaos.images import node_image as offline
-from mochaos.images.go_tools import KIND_VERSION
+from mochaos.images.catalog import builder_for
+from mochaos.images.go_tools import KIND_VERSION, kind_cli
 from mochaos.kube import Cluster, new_api_client
 from mochaos.paths import state_dir
 from mochaos.tooling.docker_cli import DockerCli
@@ -300,8 +301,6 @@ class KindProvider:
             self._obtain(engine, ref)
 
     def _obtain(self, engine: Engine, ref: str) -> None:
-        from mochaos.images.catalog import builder_for
-
         builder = builder_for(ref)
         if builder is None or builder.pull_first:
             try:
@@ -454,8 +453,6 @@ class KindProvider:
 
 
 def _built_kind_cli() -> str:
-    from mochaos.images.go_tools import kind_cli
-
     return str(kind_cli(progress=say))
 
 

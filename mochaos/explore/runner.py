@@ -25,6 +25,7 @@ from mochaos.explore.plan import LEARN, Case, Exploration, Run, Step, case_of_te
 from mochaos.explore.points import extract
 from mochaos.explore.signatures import group, signature_of, size_key
 from mochaos.observe.history import History
+from mochaos.operator import parse_target
 from mochaos.report.rundir import new_run_id
 from mochaos.report.summary import SUMMARY_FILE
 from mochaos.scenario.workloads import get_workload
@@ -236,8 +237,6 @@ def _counts(exploration: Exploration, runs: dict[str, int]) -> str:
 
 def _identify(s: Settings) -> str:
     """The target's identity (a model profile, a commit): checked before any run."""
-    from mochaos.operator import parse_target
-
     return parse_target(s.operator, {"cluster": s.cluster, "time_scale": s.time_scale}).version
 
 

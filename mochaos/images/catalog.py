@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mochaos.images.matrixone import ensure_image
+from mochaos.images.operator_images import kruise_image
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress
 
@@ -47,8 +49,6 @@ def _kruise(ref: str) -> Builder | None:
     version = m.group(1)
 
     def build(docker: DockerCli, progress: Progress) -> None:
-        from mochaos.images.operator_images import kruise_image
-
         kruise_image(version, docker=docker, progress=progress)
 
     return Builder(build, pull_first=True, what=f"OpenKruise's manager {version} from its module")
@@ -61,8 +61,6 @@ def _matrixone(ref: str) -> Builder | None:
     version = m.group(1)
 
     def build(docker: DockerCli, progress: Progress) -> None:
-        from mochaos.images.matrixone import ensure_image
-
         ensure_image(version, docker, progress=progress)
 
     # ensure_image pulls first itself, and refuses in one line a version it cannot build.

@@ -16,6 +16,7 @@ from filelock import FileLock
 from mochaos.errors import BuildError
 from mochaos.images.archive import ImageConfig, Layer, tar_directory, write_archive
 from mochaos.images.preloaded import EPOCH
+from mochaos.kruise.build import kruise_manager
 from mochaos.paths import cache_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress
@@ -78,8 +79,6 @@ def manager_image(
 def kruise_image(version: str, *, docker: DockerCli, progress: Progress) -> str:
     """``openkruise/kruise-manager:<version>``: the binary the local cluster runs, from
     the same recipe (:func:`mochaos.kruise.build.kruise_manager`)."""
-    from mochaos.kruise.build import kruise_manager
-
     binary = kruise_manager(version, progress=progress)
     if not binary.is_file():
         raise BuildError(f"kruise-manager {version} was not built", hint="see the build log")

@@ -27,6 +27,7 @@ from mochaos import crds
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError
 from mochaos.kruise import build, module
+from mochaos.kube import Cluster, api_client
 
 NAME = "kruise"
 NAMESPACE = "kruise-system"
@@ -159,8 +160,6 @@ def ensure_webhook_configurations(
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
-    from mochaos.kube import api_client
-
     with api_client(ctx.kubeconfig, user_agent="mochaos/kruise") as api:
         adm = client.AdmissionregistrationV1Api(api)
         for config in configs:
@@ -189,8 +188,6 @@ def ensure_webhook_configurations(
 
 
 def _cluster(ctx: DoubleContext) -> Any:
-    from mochaos.kube import Cluster
-
     return Cluster(
         name=ctx.cluster_name, provider="local", kubeconfig=ctx.kubeconfig, version="",
         state_dir=ctx.kubeconfig.parent,

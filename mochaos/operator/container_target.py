@@ -12,7 +12,7 @@ runs it, unless ``--operator-entrypoint`` names another path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
@@ -28,13 +28,11 @@ from mochaos.operator.container import (
 )
 from mochaos.operator.manager import ManagerLaunch
 from mochaos.operator.manager_target import READY_TIMEOUT, ManagerTarget, operator_crds_dir
+from mochaos.operator.matrixone.local import LocalMatrixOne
 from mochaos.paths import state_dir
 from mochaos.progress import announce
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import image_version
-
-if TYPE_CHECKING:
-    from mochaos.operator.matrixone.local import LocalMatrixOne
 
 
 class ContainerTarget(ManagerTarget):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import InfraError
+from mochaos.images.go_tools import helm_cli
 from mochaos.kruise import manager as kruise_manager
 from mochaos.kube import Cluster
 from mochaos.tooling.progress import say
@@ -235,8 +236,6 @@ def install_chart(
 
 
 def _built_helm_cli() -> str:
-    from mochaos.images.go_tools import helm_cli
-
     return str(helm_cli(progress=say))
 
 

@@ -25,10 +25,13 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos import namespaces, runstate
+from mochaos.cluster import doubles_host, in_use
+from mochaos.cluster.local import LocalProvider
 from mochaos.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
 from mochaos.ctrl.objects import RUN_ID_LABEL
-from mochaos.doubles import DoubleSpec
-from mochaos.errors import MochaosError
+from mochaos.doubles import DoubleSpec, matrixone
+from mochaos.doubles.matrixone.client import ControlClient
+from mochaos.errors import InfraError, MochaosError
 from mochaos.kube import Cluster, api_client
 from mochaos.operator import webhooks
 from mochaos.operator.webhook_host import WebhookHost, port_free
@@ -80,9 +83,6 @@ def sweep(when: str, *, provider: str) -> Sweep:
     if provider != "local":
         out.unchecked = f"only the local cluster is swept, not {provider}"
         return out
-    from mochaos.cluster import doubles_host, in_use
-    from mochaos.cluster.local import LocalProvider
-    from mochaos.doubles import matrixone
 
     local = LocalProvider()
     cluster = local.current()
@@ -141,9 +141,6 @@ def _double_namespaces(state: Path) -> list[str]:
     """The namespaces the MatrixOne double (its state folder ``state``) still runs a
     MatrixOne for (none once their LogSets are gone: it stops them within a second or
     two)."""
-    from mochaos.doubles.matrixone.client import ControlClient
-    from mochaos.errors import InfraError
-
     deadline = time.monotonic() + GONE_TIMEOUT
     while True:
         try:

@@ -18,24 +18,22 @@ import hashlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mochaos import crds as crd_install
 from mochaos.cluster import environment
 from mochaos.cluster.environment import Environment
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
-from mochaos.kube import Cluster
+from mochaos.kube import Cluster, api_client
 from mochaos.operator import webhook_host, webhooks
+from mochaos.operator.container import OperatorContainer
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
+from mochaos.operator.matrixone.local import LocalMatrixOne
 from mochaos.operator.process import OperatorProcess
 from mochaos.operator.target import RunningOperator
 from mochaos.operator.warm import WarmNamespaces
 from mochaos.progress import announce
-
-if TYPE_CHECKING:
-    from mochaos.operator.container import OperatorContainer
-    from mochaos.operator.matrixone.local import LocalMatrixOne
 
 READY_TIMEOUT = 90.0
 
@@ -239,8 +237,6 @@ class ManagerTarget:
         """Start the namespace's manager (``started`` is told at once), bring its MatrixOne
         up (giving up once ``cancel`` is set); the log and the manager's files go to
         ``log_dir``."""
-        from mochaos.operator.matrixone.local import LocalMatrixOne
-
         env = LocalMatrixOne(cluster, namespace)
         launch = ManagerLaunch(
             binary=self._manager_path, namespace=namespace, workdir=log_dir / "manager",
@@ -278,8 +274,6 @@ def _state(cluster: Cluster) -> Path:
 def _ensure_namespace(cluster: Cluster, name: str) -> None:
     from kubernetes import client
     from kubernetes.client.rest import ApiException
-
-    from mochaos.kube import api_client
 
     with api_client(cluster.kubeconfig, user_agent="mochaos/install",
                     context=cluster.context) as api:  # fmt: skip

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from mochaos.cluster import attached
 from mochaos.cluster.attached import Attached
 from mochaos.errors import InfraError, UsageError
+from mochaos.operator.container import ContainerHost
 from mochaos.operator.webhooks import CERT_FLAG, PORT
 from mochaos.procs import (
     Started,
@@ -115,8 +116,6 @@ def spawn(argv: list[str], env: dict[str, str], log: Path) -> ProcessHost:
 def host_handle(record: dict[str, Any]) -> HostHandle:
     """The handle ``host.json`` describes (a record without ``kind`` is a process)."""
     if record.get("kind") == "container":
-        from mochaos.operator.container import ContainerHost
-
         return ContainerHost.from_record(record)
     return ProcessHost(int(record["pid"]), list(record["argv"]), record.get("started"))
 

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 
 from mochaos import invariants
+from mochaos.bugs import describe_bugs
 from mochaos.config import CheckOptions
 from mochaos.invariants.judged import (
     CLOCK_MARKERS,
@@ -340,8 +341,6 @@ def failure_message(result: ScenarioResult, history: History, missed: list[str])
     CI systems often show only the first line of a JUnit failure message, so it
     carries the summary; the lines below give each violation's time and objects.
     """
-    from mochaos.bugs import describe_bugs
-
     failed = [v for v in result.verdicts if v.failed]
     worst = max(result.finalize_retries.items(), key=lambda kv: kv[1], default=("-", 0))
     retries = f"finalize retries max {worst[1]} ({worst[0]})"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import zlib
 
 from mochaos.doubles import DoubleContext, DoubleSpec
+from mochaos.doubles.matrixone.client import ControlClient
+from mochaos.errors import InfraError
 
 NAME = "matrixone"
 
@@ -28,7 +30,7 @@ def address_pool(cluster_name: str) -> str:
 
 def command(ctx: DoubleContext) -> list[str]:
     """The argv of the double for ``ctx`` (foreground; SIGTERM stops it cleanly)."""
-    from mochaos.doubles.matrixone import build
+    from mochaos.doubles.matrixone import build  # lazy: plugin load (via environment); Go builds
 
     binary = build.component().path(build.BINARY)
     return [
@@ -44,9 +46,6 @@ def command(ctx: DoubleContext) -> list[str]:
 
 def health(ctx: DoubleContext) -> str | None:
     """None when the running double answers its health check, else why not (one line)."""
-    from mochaos.doubles.matrixone.client import ControlClient
-    from mochaos.errors import InfraError
-
     try:
         return ControlClient.from_state_dir(ctx.state_dir).health_problem()
     except InfraError as err:
@@ -55,7 +54,7 @@ def health(ctx: DoubleContext) -> str | None:
 
 def prepare(ctx: DoubleContext) -> None:
     """Build the double's binary (cached; seconds when warm, about 2 min cold)."""
-    from mochaos.doubles.matrixone import build
+    from mochaos.doubles.matrixone import build  # lazy: plugin load (via environment); Go builds
 
     build.binary()
 
