@@ -4,6 +4,8 @@ Every import in mochaos/ (function-local ones too) between two units (a top-leve
 module) must go to a unit on the same floor or a lower one, the graph without the listed
 exceptions must have no circle, and each listed exception must still exist (else the page
 says what to delete). The page's tables are the rules: moving a unit is an edit there.
+An import of a mochaos module inside a function says why it is not at the top of its
+module, on its line: ``# lazy: <reason>`` (issue 25).
 """
 
 from __future__ import annotations
@@ -32,34 +34,61 @@ def _unit(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[1] != "__version__" else "mochaos"
 
 
+def _module_of(path: Path, package: Path = PACKAGE) -> str:
+    rel = path.relative_to(package)
+    return ".".join(("mochaos", *rel.with_suffix("").parts)).removesuffix(".__init__")
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, path: Path) -> list[str]:
+    """The modules an import statement in ``module`` (file ``path``) names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = module.split(".")
+    if node.level:
+        base = base[: len(base) - node.level + (path.name == "__init__.py")]
+        name = ".".join([*base, *([node.module] if node.module else [])])
+    else:
+        name = node.module or ""
+    return [name] + ([f"{name}.{a.name}" for a in node.names] if name == "mochaos" else [])
+
+
 @functools.cache
 def import_graph(package: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
     """unit -> imported unit -> the files that import it (every import statement)."""
     graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for path in sorted(package.rglob("*.py")):
-        rel = path.relative_to(package)
-        src = rel.parts[0].removesuffix(".py")
-        module = ".".join(("mochaos", *rel.with_suffix("").parts)).removesuffix(".__init__")
+        src = path.relative_to(package).parts[0].removesuffix(".py")
+        module = _module_of(path, package)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = module.split(".")
-                if node.level:
-                    base = base[: len(base) - node.level + (path.name == "__init__.py")]
-                    name = ".".join([*base, *([node.module] if node.module else [])])
-                else:
-                    name = node.module or ""
-                names = [name] + (
-                    [f"{name}.{a.name}" for a in node.names] if name == "mochaos" else []
-                )
-            else:
+            if not isinstance(node, ast.Import | ast.ImportFrom):
                 continue
-            for name in names:
+            for name in _imported(node, module, path):
                 unit = _unit(name)
                 if unit and unit not in (src, "mochaos"):
                     graph[src][unit].append(str(path.relative_to(ROOT)))
     return graph
+
+
+LAZY = re.compile(r"#\s*lazy: +\w")
+"""The comment a function-local import of a mochaos module carries: ``# lazy: <reason>``."""
+
+
+def local_imports(package: Path = PACKAGE) -> dict[str, str]:
+    """file:line -> its first line, for every import of a mochaos module in a function body
+    (the first line of a parenthesised import is the one that says why)."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        module, text = _module_of(path, package), path.read_text()
+        lines = text.splitlines()
+        for fn in ast.walk(ast.parse(text, str(path))):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import | ast.ImportFrom) and any(
+                    _unit(name) for name in _imported(node, module, path)
+                ):
+                    found[f"{path.relative_to(ROOT)}:{node.lineno}"] = lines[node.lineno - 1]
+    return found
 
 
 def _units(package: Path = PACKAGE) -> set[str]:
@@ -138,3 +167,12 @@ def test_the_model_and_the_invariants_import_only_what_they_may():
     graph = import_graph()
     for unit, may in PURE.items():
         assert set(graph.get(unit, {})) <= may, (unit, sorted(set(graph[unit]) - may))
+
+
+def test_function_local_imports_say_why():
+    """A mochaos module is imported at the top of its module, unless that would close an
+    import cycle or load something heavy where the load must stay light (the plugin, which
+    every pytest run loads; the command line's start-up): then the import says so."""
+    bare = [f"{where}: {line.strip()}" for where, line in local_imports().items()
+            if not LAZY.search(line)]  # fmt: skip
+    assert bare == [], f"move to the top, or say why on the line (# lazy: <reason>): {bare}"
