@@ -3,8 +3,10 @@ to the next run, which finishes the job and reports what it had to force.
 
 Both leave a namespace Terminating behind a finalizer no controller releases (a pod's),
 kill the process with SIGKILL while it waits for the namespace, and start a fresh session
-(the shortest test that uses the cluster), whose reaper must end it. The supervisor's
-own kill test is in tests/cluster/test_local_supervision.py.
+(the shortest test that uses the cluster), whose reaper must end it. Every session on the
+machine reaps the dead runs of its state folder, so these runs get a state folder of their
+own (``isolated_cluster``): a session another test starts meanwhile cannot reap first. The
+supervisor's own kill test is in tests/cluster/test_local_supervision.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos.ctrl.objects import RUN_ID_LABEL
+from mochaos.kube import new_api_client
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline
 from mochaos.report.result import ScenarioResult
@@ -60,14 +63,24 @@ def gone(kube, namespace: str) -> bool:
     return False
 
 
-def next_session(tmp_path: Path) -> str:
+def isolated(isolated_cluster: dict[str, str], monkeypatch) -> dict[str, str]:
+    """The children's environment; this process reads and plants run records in their
+    state folder too."""
+    monkeypatch.setenv("MOCHAOS_STATE", isolated_cluster["MOCHAOS_STATE"])
+    return child_env(**isolated_cluster)
+
+
+def next_session(tmp_path: Path, env: dict[str, str]) -> str:
     """A fresh session (its cluster fixture reaps); its output."""
-    after = run_child(tmp_path / "next", str(CHILD / "probe_cluster.py"), "-s")
+    after = run_child(tmp_path / "next", str(CHILD / "probe_cluster.py"), "-s", env=env)
     assert after.exit_code == 0, after.output[-3000:]
     return after.output
 
 
-def test_a_reaper_killed_midway_leaves_the_rest_to_the_next_run(kube, cluster, tmp_path):
+def test_a_reaper_killed_midway_leaves_the_rest_to_the_next_run(
+    kube, cluster, tmp_path, isolated_cluster, monkeypatch
+):
+    env = isolated(isolated_cluster, monkeypatch)
     core = client.CoreV1Api(kube)
     namespace = f"mc-reap-midway-{secrets.token_hex(2)}"
     core.create_namespace({"metadata": {"name": namespace, "labels": {RUN_ID_LABEL: "dead"}}})
@@ -80,6 +93,7 @@ def test_a_reaper_killed_midway_leaves_the_rest_to_the_next_run(kube, cluster, t
     write_result(report, ScenarioResult(nodeid="suites/test_dead.py::test", outcome="passed"))
     owner = dead_pid()
     runs = state_dir() / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
     planted = runs / f"{owner}.json"
     planted.write_text(json.dumps({
         "owner": owner, "owner_cmdline": ["pytest", "killed"],
@@ -89,7 +103,7 @@ def test_a_reaper_killed_midway_leaves_the_rest_to_the_next_run(kube, cluster, t
     }))  # fmt: skip
     try:
         cmd = pytest_command(tmp_path / "first", str(CHILD / "probe_cluster.py"), "-s")
-        reaper = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=subprocess.DEVNULL,
+        reaper = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.STDOUT)  # fmt: skip
         try:
             # Mid-way: the stale process is stopped, the namespace deletion asked for, and
@@ -106,7 +120,7 @@ def test_a_reaper_killed_midway_leaves_the_rest_to_the_next_run(kube, cluster, t
         assert left["pids"] == {}, "the stopped process was not crossed off"
         assert list(left["namespaces"]) == [namespace], "the unfinished namespace was lost"
 
-        output = next_session(tmp_path)
+        output = next_session(tmp_path, env)
         assert f"deleted stale namespace {namespace}" in output, output[-3000:]
         assert FINDING in output, output[-3000:]
         wait_until(lambda: gone(kube, namespace), timeout=60, what="the namespace going")
@@ -120,17 +134,22 @@ def test_a_reaper_killed_midway_leaves_the_rest_to_the_next_run(kube, cluster, t
         _release(kube, namespace)
 
 
-def test_a_teardown_killed_midway_is_finished_by_the_next_run(kube, tmp_path):
+def test_a_teardown_killed_midway_is_finished_by_the_next_run(
+    tmp_path, isolated_cluster, monkeypatch
+):
+    env = isolated(isolated_cluster, monkeypatch)
     cmd = pytest_command(tmp_path, str(CHILD / "stuck_teardown.py"), "--operator",
                          "model:fixed")  # fmt: skip
     with (tmp_path / "child.log").open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=log,
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT)  # fmt: skip
     namespace = ""
+    kube = None
     try:
         state = wait_until(lambda: (s := read_state(proc.pid)) and s.get("namespaces") and s,
                            timeout=START_TIMEOUT, what="the child's namespace")  # fmt: skip
         ((namespace, where),) = state["namespaces"].items()
+        kube = new_api_client(Path(where["kubeconfig"]), user_agent="mochaos/test")
         report = Path(where["report"])
         # Mid-way: the scenario's result is written, the namespace is being deleted and
         # the teardown waits for it (the held pod never goes by itself).
@@ -141,7 +160,7 @@ def test_a_teardown_killed_midway_is_finished_by_the_next_run(kube, tmp_path):
         assert list(read_state(proc.pid)["namespaces"]) == [namespace]
         assert json.loads((report / "result.json").read_text())["findings"] == []
 
-        output = next_session(tmp_path)
+        output = next_session(tmp_path, env)
         assert f"deleted stale namespace {namespace}" in output, output[-3000:]
         wait_until(lambda: gone(kube, namespace), timeout=60, what="the namespace going")
         result = json.loads((report / "result.json").read_text())
@@ -152,8 +171,9 @@ def test_a_teardown_killed_midway_is_finished_by_the_next_run(kube, tmp_path):
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        if namespace:
+        if kube is not None:
             _release(kube, namespace)
+            kube.close()
 
 
 def _release(kube, namespace: str) -> None:
