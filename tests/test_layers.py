@@ -91,6 +91,44 @@ def local_imports(package: Path = PACKAGE) -> dict[str, str]:
     return found
 
 
+def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the mochaos modules it imports (function-local imports too). ``from pkg
+    import sub`` names the submodule ``pkg.sub``; ``from pkg import name`` the package."""
+    paths = {_module_of(p, package): p for p in sorted(package.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                (base,) = _imported(node, module, path)[:1]
+                deps |= {f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base
+                         for a in node.names}  # fmt: skip
+        graph[module] = {d for d in deps if d in paths and d != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[str]:
+    """Each circle of ``graph`` found by a depth-first walk, as ``a -> b -> a``."""
+    state: dict[str, int] = {}
+    found = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                found.append(" -> ".join([*path[path.index(dep) :], dep]))
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
 def _units(package: Path = PACKAGE) -> set[str]:
     found = {p.name for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"}
     return found | {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
@@ -139,22 +177,13 @@ def test_imports_go_down_or_sideways():
 def test_no_circle_outside_the_listed_exceptions():
     allowed = exceptions()
     graph = {s: {d for d in deps if (s, d) not in allowed} for s, deps in import_graph().items()}
-    state: dict[str, int] = {}
-    circles = []
+    assert circles(graph) == []
 
-    def visit(unit: str, path: list[str]) -> None:
-        state[unit] = 1
-        for dep in sorted(graph.get(unit, ())):
-            if state.get(dep) == 1:
-                circles.append(" -> ".join([*path[path.index(dep) :], dep]))
-            elif dep not in state:
-                visit(dep, [*path, dep])
-        state[unit] = 2
 
-    for unit in sorted(graph):
-        if unit not in state:
-            visit(unit, [unit])
-    assert circles == [], circles
+def test_no_module_imports_itself_round_a_circle():
+    """Between modules too, function-local imports included: no import, lazy or not, hides
+    a cycle (a ``# lazy:`` import is a matter of load time, never of import order)."""
+    assert circles(module_graph()) == []
 
 
 def test_listed_exceptions_still_exist():
@@ -170,9 +199,9 @@ def test_the_model_and_the_invariants_import_only_what_they_may():
 
 
 def test_function_local_imports_say_why():
-    """A mochaos module is imported at the top of its module, unless that would close an
-    import cycle or load something heavy where the load must stay light (the plugin, which
-    every pytest run loads; the command line's start-up): then the import says so."""
+    """A mochaos module is imported at the top of its module, unless that would load
+    something heavy where the load must stay light (the plugin, which every pytest run
+    loads; the command line's start-up): then the import says so."""
     bare = [f"{where}: {line.strip()}" for where, line in local_imports().items()
             if not LAZY.search(line)]  # fmt: skip
     assert bare == [], f"move to the top, or say why on the line (# lazy: <reason>): {bare}"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mochaos.doubles import DoubleSpec, matrixone
-from mochaos.kube import Cluster
 
 
 @dataclass(frozen=True)
@@ -83,15 +82,3 @@ def write(cluster_dir: Path, env: Environment) -> None:
     cluster_dir.mkdir(parents=True, exist_ok=True)
     data = {"kruise": env.kruise, "matrixone": env.matrixone}
     (cluster_dir / FILE).write_text(json.dumps(data) + "\n")
-
-
-def provide(cluster: Cluster, env: Environment) -> None:
-    """Make sure ``env`` runs on ``cluster``: built, started and healthy on a local cluster.
-    Other providers bring their own (the operator's chart installs OpenKruise on kind)."""
-    if cluster.provider != "local" or env == Environment():
-        return
-    from mochaos.cluster.local import (  # lazy: import cycle cluster.environment <-> cluster.local
-        LocalProvider,
-    )
-
-    LocalProvider(name=cluster.name).provide(env)

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from mochaos import crds as crd_install
-from mochaos.cluster import environment
 from mochaos.cluster.environment import Environment
+from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
 from mochaos.kube import Cluster, api_client
@@ -164,7 +164,8 @@ class ManagerTarget:
         """Provide the environment, build or find the manager, install the operator's CRDs,
         start or join the webhook host."""
         build = self._identity()
-        environment.provide(cluster, self.environment)
+        if cluster.provider == "local":  # elsewhere the operator's chart brings OpenKruise
+            LocalProvider(name=cluster.name).provide(self.environment)
         crd_install.install(
             cluster, crd_install.operator_crds(self._crd_root, source=self._crd_source)
         )

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.cluster import doubles_host, environment
+from mochaos.cluster import doubles_host
 from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import LocalProvider
 from mochaos.crds import KRUISE_OWNER, OWNER_LABEL
@@ -37,7 +37,7 @@ def kruise(cluster: Cluster) -> DoubleContext:
     """kruise-manager running on the local cluster; its context."""
     if cluster.provider != "local":
         pytest.skip("kruise-manager runs as a process of the local cluster")
-    environment.provide(cluster, Environment(kruise=module.DEFAULT_VERSION))
+    LocalProvider(name=cluster.name).provide(Environment(kruise=module.DEFAULT_VERSION))
     spec = manager.spec(module.DEFAULT_VERSION)
     assert cluster.state_dir is not None
     return doubles_host.context(spec, cluster_name=cluster.name, cluster_dir=cluster.state_dir)
