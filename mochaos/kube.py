@@ -14,7 +14,6 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from mochaos.ctrl.objects import GROUP, VERSION
 from mochaos.errors import InfraError, UsageError
 
 
@@ -33,9 +32,6 @@ class Cluster:
     events_log: Path | None = None
     """JSON lines, one per restart of one of the cluster's processes (local clusters: the
     supervisor's, see mochaos.cluster.events); the recorder follows it."""
-
-
-PLURALS = {"CNClaim": "cnclaims", "CNClaimSet": "cnclaimsets", "CNPool": "cnpools"}
 
 
 def new_api_client(
@@ -73,11 +69,6 @@ def custom(api: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api)
 
 
-def plural(kind: str) -> str:
-    """Plural resource name of one of the operator's kinds."""
-    return PLURALS[kind]
-
-
 def check_reachable(api: client.ApiClient, *, timeout: float = 5.0) -> str:
     """Return the server's gitVersion, or raise InfraError with what to do."""
     try:
@@ -90,4 +81,4 @@ def check_reachable(api: client.ApiClient, *, timeout: float = 5.0) -> str:
         ) from err
 
 
-__all__ = ["GROUP", "VERSION", "api_client", "check_reachable", "custom", "new_api_client"]
+__all__ = ["Cluster", "api_client", "check_reachable", "custom", "new_api_client"]

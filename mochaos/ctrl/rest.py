@@ -90,16 +90,22 @@ class Unreachable(ApiError):
     """No HTTP answer at all (connection refused or reset, timeout)."""
 
 
+def status_error(status: int, data: Any) -> ApiError:
+    """The error a Status object stands for (an error answer's body, a watch's ERROR
+    event): :class:`NotFound`, :class:`Conflict`, :class:`Gone` or :class:`ApiError`."""
+    data = data if isinstance(data, dict) else {}
+    cls = {404: NotFound, 409: Conflict, 410: Gone}.get(status, ApiError)
+    return cls(status, data.get("reason", ""), data.get("message", ""))
+
+
 def _error(status: int, body: bytes) -> ApiError:
     try:
         data = json.loads(body or b"{}")
     except ValueError:
-        data = {}
-    reason = data.get("reason", "") if isinstance(data, dict) else ""
-    message = data.get("message", "") if isinstance(data, dict) else ""
-    message = message or body.decode("utf-8", "replace")[:200]
-    cls = {404: NotFound, 409: Conflict, 410: Gone}.get(status, ApiError)
-    return cls(status, reason, message)
+        data = None
+    data = data if isinstance(data, dict) else {}
+    message = data.get("message") or body.decode("utf-8", "replace")[:200]
+    return status_error(status, {**data, "message": message})
 
 
 class Kube:
@@ -164,10 +170,13 @@ class Kube:
         """GET one object."""
         return self.request("GET", kind.path(namespace, name))
 
-    def list(self, kind: Kind, namespace: str, *, label_selector: str = "") -> Obj:
-        """LIST a collection (the whole List object, with metadata.resourceVersion)."""
+    def list(
+        self, kind: Kind, namespace: str, *, label_selector: str = "", timeout: float | None = None
+    ) -> Obj:
+        """LIST a collection (the whole List object, with metadata.resourceVersion);
+        ``timeout`` as for :meth:`request`."""
         query = {"labelSelector": label_selector} if label_selector else None
-        return self.request("GET", kind.path(namespace), query=query)
+        return self.request("GET", kind.path(namespace), query=query, timeout=timeout)
 
     def create(self, kind: Kind, namespace: str, obj: Obj) -> Obj:
         """POST a new object."""
@@ -253,8 +262,7 @@ class WatchStream:
                     raise self._broken(err) from err
                 etype, obj = event.get("type", ""), event.get("object") or {}
                 if etype == "ERROR":
-                    cls = {410: Gone}.get(obj.get("code"), ApiError)
-                    raise cls(obj.get("code", 500), obj.get("reason", ""), obj.get("message", ""))
+                    raise status_error(obj.get("code", 500), obj)
                 yield etype, obj
         finally:
             self._resp.release_conn()

@@ -18,9 +18,9 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.ctrl.objects import RUN_ID_LABEL
+from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
+from mochaos.ctrl.rest import KINDS
 from mochaos.errors import InfraError, UsageError
-from mochaos.kube import GROUP, VERSION, plural
 from mochaos.observe.history import ActionRecord, Entry, State
 from mochaos.observe.recorder import Recorder
 from mochaos.operator.target import RunningOperator
@@ -155,7 +155,7 @@ class Actions:
             kind,
             name,
             lambda: self._custom.create_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, plural(kind), obj
+                GROUP, VERSION, self.namespace, KINDS[kind].plural, obj
             ),
         )
 
