@@ -57,7 +57,7 @@ class ScriptedKube:
         self.watched_from: list[str] = []
         self.streams: list[Stream] = []
 
-    def request(self, method: str, path: str, **_: Any) -> Obj:
+    def list(self, kind: Kind, namespace: str, **_: Any) -> Obj:
         """The next LIST answer."""
         answer = self.lists.pop(0)
         if isinstance(answer, BaseException):

@@ -13,8 +13,6 @@ from collections.abc import Callable
 
 from mochaos.ctrl.listwatch import (
     ADDED,
-    BACKOFF_FIRST,
-    BACKOFF_MAX,
     DELETED,
     MODIFIED,
     Event,
@@ -51,14 +49,13 @@ class Informer:
         self.kind = kind
         self._on_error = on_error
         self._handlers: list[Handler] = []
-        self._stop = stop
         self._lw = ListWatch(
             kube,
             kind,
             namespace,
             handle=self._dispatch,
             stop=stop,
-            on_retry=lambda err: on_error(f"watch {kind.plural}: {err}"),
+            on_retry=lambda err: on_error(f"list+watch {kind.plural}: {err}"),
         )
         self.synced = threading.Event()
 
@@ -94,19 +91,9 @@ class Informer:
 
     def run(self) -> None:
         """Thread body: list (again until it answers), then watch until ``stop`` is set."""
-        delay = BACKOFF_FIRST
-        while not self._stop.is_set():
-            try:
-                self._lw.initial_list()
-                break
-            except Exception as err:
-                self._on_error(f"list {self.kind.plural}: {err}")
-                self._stop.wait(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
-        else:
-            return
-        self.synced.set()
-        self._lw.run()
+        if self._lw.sync():
+            self.synced.set()
+            self._lw.run()
 
     def _dispatch(self, event: Event) -> None:
         if event.type == DELETED:

@@ -53,7 +53,6 @@ class Event:
     obj: Obj | None
     old: Obj | None
     rv: int
-    relisted: bool = False
 
     @property
     def last(self) -> Obj:
@@ -117,7 +116,7 @@ class ListWatch:
 
     def list(self) -> tuple[int, list[Obj]]:
         """A consistent LIST: (the collection's resourceVersion, its objects, typed)."""
-        listed = self._kube.request("GET", self.kind.path(self.namespace), timeout=LIST_TIMEOUT)
+        listed = self._kube.list(self.kind, self.namespace, timeout=LIST_TIMEOUT)
         items = [self._typed(o) for o in listed.get("items") or []]
         return int(listed["metadata"]["resourceVersion"]), items
 
@@ -125,6 +124,18 @@ class ListWatch:
         """List once, hand on ADDED for what exists (in version order), and return the
         version the watch starts from."""
         return self.relist(count=False)
+
+    def sync(self) -> bool:
+        """The first list (:meth:`initial_list`), tried again with the loop's backoff until
+        it answers, each failure reported to ``on_retry``; False when stopped first."""
+        delay = BACKOFF_FIRST
+        while not self._stop.is_set():
+            try:
+                self.initial_list()
+                return True
+            except RETRIED as err:
+                delay = self._back_off(err, delay)
+        return False
 
     def relist(self, *, count: bool = True) -> int:
         """List again and hand on what changed since what was known: DELETED (at the list's
@@ -135,13 +146,13 @@ class ListWatch:
         if count:
             self.relists += 1
         for name in sorted(set(self.known) - set(current)):
-            self._deliver(Event(DELETED, None, self.known.get(name), rv, relisted=True))
+            self._deliver(Event(DELETED, None, self.known.get(name), rv))
         for obj in sorted(items, key=version):
             old = self.known.get(_name(obj))
             if old is None:
-                self._deliver(Event(ADDED, obj, None, version(obj), relisted=True))
+                self._deliver(Event(ADDED, obj, None, version(obj)))
             elif version(old) != version(obj):
-                self._deliver(Event(MODIFIED, obj, old, version(obj), relisted=True))
+                self._deliver(Event(MODIFIED, obj, old, version(obj)))
         with self._lock:
             self.last_rv = max(self.last_rv, rv)
         return rv

@@ -92,4 +92,4 @@ def test_the_first_list_is_tried_again_until_it_answers():
     informer, calls, errors = _informer([refused, refused, listed(10, obj("a", 3))], [])
     informer.run()
     assert calls == [("ADDED", None, ("a", "3"))]
-    assert errors == ["list pods: connection refused"] * 2 and informer.synced.is_set()
+    assert errors == ["list+watch pods: connection refused"] * 2 and informer.synced.is_set()

@@ -58,7 +58,7 @@ def test_a_410_relists_and_hands_on_only_the_difference():
     )
     assert _summary(seen) == [("DELETED", "c", 20), ("ADDED", "d", 8), ("MODIFIED", "b", 9)]
     deleted = seen[0]
-    assert deleted.obj is None and deleted.old == known["c"] and deleted.relisted
+    assert deleted.obj is None and deleted.old == known["c"]
     assert lw.relists == 1 and lw.reconnects == 0 and retried == []
     assert kube.watched_from == ["6", "20"]
     assert sorted(lw.known) == ["a", "b", "d"]
@@ -111,3 +111,15 @@ def test_stop_ends_a_read_blocked_in_another_thread():
     thread.join(5)
     assert not thread.is_alive() and blocked.closed.is_set()
     assert kube.watched_from == ["0"]
+
+
+def test_the_first_list_is_tried_again_until_it_answers_or_the_loop_is_stopped():
+    stop = threading.Event()
+    refused = Unreachable(0, "Unreachable", "connection refused")
+    kube = ScriptedKube(lists=[refused, listed(10, obj("a", 3))], watches=[], stop=stop)
+    seen, retried = [], []
+    lw = ListWatch(kube, PODS, "ns", handle=seen.append, stop=stop, on_retry=retried.append)
+    assert lw.sync() and retried == [refused] and _summary(seen) == [("ADDED", "a", 3)]
+    stop.set()
+    kube.lists.append(refused)
+    assert not lw.sync() and retried == [refused]  # stopped: nothing is asked any more
