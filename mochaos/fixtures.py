@@ -27,6 +27,10 @@ from mochaos.operator import parse_target
 from mochaos.operator.target import OperatorTarget, RunningOperator
 from mochaos.scenario_reports import SCENARIO_STARTED, test_folder, test_id, write_reports
 
+RUNNING_OPERATOR = pytest.StashKey[RunningOperator]()
+"""On a test's node: the operator its ``operator`` fixture started, which the namespace's
+teardown stops."""
+
 
 @pytest.fixture(scope="session")
 def mochaos(pytestconfig: pytest.Config) -> RunConfig:
@@ -81,8 +85,14 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
     report = test_folder(request.node, mochaos) if "scenario" in request.fixturenames else None
     runstate.register_namespace(name, cluster.kubeconfig, cluster.context, report=report)
     yield name
+    running = request.node.stash.get(RUNNING_OPERATOR, None)
     try:
-        findings = namespaces.delete(kube, name, grace=namespaces.TEARDOWN_GRACE)
+        if running is None:
+            findings = namespaces.teardown(kube, name)
+        else:
+            findings = namespaces.teardown(
+                kube, name, stop=running.stop, wait=running.waits.teardown
+            )
     finally:
         runstate.unregister_namespace(name)
     if findings:
@@ -124,23 +134,17 @@ def operator(
     request: pytest.FixtureRequest,
     operator_target: OperatorTarget,
     cluster: Cluster,
-    kube: Any,
     namespace: str,
     tmp_path: Path,
-) -> Iterator[RunningOperator]:
-    """The operator target started for this test's namespace.
-
-    At teardown the namespace is deleted while the operator still runs, so it finalizes
-    its own objects; only then is the operator stopped.
+) -> RunningOperator:
+    """The operator target started for this test's namespace. The namespace's teardown
+    stops it (:func:`mochaos.namespaces.teardown`): the namespace is deleted while the
+    operator still runs, so that it finalizes its own objects; only then is it stopped.
     """
     with progress.phase("operator start"):
         running = operator_target.start(cluster, namespace, tmp_path)
-    yield running
-    try:
-        if namespaces.request_delete(kube, namespace):
-            namespaces.wait_gone(kube, namespace, timeout=running.waits.teardown)
-    finally:
-        running.stop()
+    request.node.stash[RUNNING_OPERATOR] = running
+    return running
 
 
 @pytest.fixture

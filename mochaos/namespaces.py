@@ -190,6 +190,22 @@ def delete(api: client.ApiClient, name: str, *, grace: float) -> list[Finding]:
     return release_finalizers(api, name)
 
 
+def teardown(
+    api: client.ApiClient, name: str, *, stop: Callable[[], None] | None = None, wait: float = 0.0
+) -> list[Finding]:
+    """The one teardown of a test namespace. When an operator runs in it (``stop`` stops
+    it): ask for the deletion while it runs, so that it finalizes its own objects, and wait
+    up to ``wait`` seconds; then stop it, whatever happened. Then delete the namespace for
+    good (:func:`delete` with :data:`TEARDOWN_GRACE`) and return the findings."""
+    try:
+        if stop is not None and request_delete(api, name):
+            wait_gone(api, name, timeout=wait)
+    finally:
+        if stop is not None:
+            stop()
+    return delete(api, name, grace=TEARDOWN_GRACE)
+
+
 def reap(namespace: str, kubeconfig: Path, context: str | None) -> list[str]:
     """Delete a dead run's namespace for good, as its teardown would have (the callback of
     :func:`mochaos.runstate.reap`): the findings, as lines."""

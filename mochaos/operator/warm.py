@@ -201,11 +201,10 @@ class WarmNamespaces:
         cluster, name, running = self._cluster, warm.namespace, warm.running
         api = new_api_client(cluster.kubeconfig, user_agent="mochaos/test", context=cluster.context)
         try:
-            if running is not None and namespaces.request_delete(api, name):
-                namespaces.wait_gone(api, name, timeout=running.waits.teardown)
-            if running is not None:
-                running.stop()
-            namespaces.delete(api, name, grace=namespaces.TEARDOWN_GRACE)
+            if running is None:
+                namespaces.teardown(api, name)
+            else:
+                namespaces.teardown(api, name, stop=running.stop, wait=running.waits.teardown)
             runstate.unregister_namespace(name)
         except Exception as err:  # the reaper of a later session finishes it
             announce(f"could not delete the unused namespace {name}: {err}")
