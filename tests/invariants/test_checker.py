@@ -13,6 +13,7 @@ from mochaos.invariants.checker import moved
 from mochaos.observe.history import ActionRecord, Change, Entry, History
 
 from .builders import HistoryBuilder, bind, ticks
+from .design import DESIGN
 from .synthetic import synthetic
 
 FAST = CheckOptions(
@@ -41,12 +42,12 @@ def test_chunked_feeding_judges_every_prefix_as_a_whole_history(seed):
             assert _summary(checker.verdicts(final=final)) == _summary(whole)
 
 
-def test_synthetic_histories_exercise_every_invariant():
+def test_synthetic_histories_exercise_each_of_the_design_s_ten():
     failed = set()
     for seed in range(6):
         verdicts = evaluate(synthetic(800, seed, faults=0.1), FAST, final=True)
         failed |= {v.invariant for v in verdicts if v.failed}
-    assert failed == {invariant.id for invariant in ALL}
+    assert failed >= set(DESIGN)
 
 
 def _as_recorded(history: History) -> list[Entry]:

@@ -46,7 +46,8 @@ def test_the_run_s_verdicts_come_back_with_the_run_s_options(tmp_path, capsys):
     out, err = capsys.readouterr()
     lines = _lines(out)
     status = {"PASS": "pass", "FAIL": "fail", "SKIP": "skipped"}
-    assert {k: status[v.split()[0]] for k, v in lines.items()} == _expected()
+    expected = _expected()  # the invariants of the captured run; any added later are extra
+    assert {k: status[v.split()[0]] for k, v in lines.items() if k in expected} == expected
     assert lines["scalein-skips-migrating"].startswith(
         "FAIL scalein-skips-migrating [B2,B6] at +17.8s (seq 364): CNClaim s1-5wz9j deleted"
     )
