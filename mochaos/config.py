@@ -195,9 +195,9 @@ SETTINGS: tuple[Setting, ...] = (
             "finalize window", RETRY_BUDGET, _int, check=True),
     Setting("migration_timeout", "--migration-timeout", "seconds (operator time) a migration "
             "may take to end", MIGRATION_TIMEOUT, _float, check=True),
-    Setting("workers", "--mochaos-workers", "scenarios run at once when the suites are "
-            "collected and no -n is given (they wait far more than they compute; default "
-            f"{DEFAULT_WORKERS}, on kind {KIND_WORKERS})", None, _int,
+    Setting("workers", "--mochaos-workers", "scenarios run at once when the packaged "
+            "suites are collected and no -n is given (they wait far more than they "
+            f"compute; default {DEFAULT_WORKERS}, on kind {KIND_WORKERS})", None, _int,
             shown=f"{DEFAULT_WORKERS} (kind: {KIND_WORKERS})"),
     Setting("chaos_seed", "--chaos-seed", "seed for every random choice (printed on failure "
             "to replay a run)", None, _int, shown="random"),

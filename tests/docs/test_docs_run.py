@@ -95,3 +95,23 @@ def test_invariant_recipe_registers_itself_and_is_judged(
     assert main(["check", str(history)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert f"PASS {invariant.id}: 0 migrating change(s)" in lines, lines
+
+
+def _lint_path(block) -> Path:
+    """Where the block's code would live in the checkout (ruff's rules depend on the path)."""
+    if block.kind == "invariant":
+        return ROOT / "mochaos" / "invariants" / f"{block.name}.py"
+    if block.kind == "invariant-test":
+        return ROOT / "tests" / "invariants" / f"test_{block.name}.py"
+    return ROOT / "mochaos" / "suites" / f"{block.name or 'test_doc_block'}.py"
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in runnable_blocks()])
+def test_runnable_block_is_lint_clean(block):
+    """A reader copies these blocks: they pass the project's own ruff rules where they go."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--stdin-filename",
+         str(_lint_path(block)), "-"],
+        input=block.code, cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
