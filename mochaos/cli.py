@@ -1,8 +1,10 @@
 """The ``python -m mochaos`` command line: clusters (local, kind), qualification and its
 history, exploration, merging shards, re-checking a history.
 
-Exit statuses: 0 ok, 1 the operator failed a scenario (qualify, merge), a case (explore) or
-an invariant (check), 2 usage error, 3 infrastructure error. Every error is printed as one line.
+Exit statuses (mochaos.exits, one table for every command and pytest run): 0 ok, 1 the
+operator failed a scenario (qualify, merge), a case (explore) or an invariant (check), 2
+usage error, 3 infrastructure error, 6 inconclusive only (nothing failed or broke, but
+something was not judged). Every error is printed as one line.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mochaos import __version__, progress
+from mochaos import __version__, exits, progress
 from mochaos.cluster import PROVIDERS
 from mochaos.config import CHECK_SETTINGS
 from mochaos.errors import MochaosError, UsageError
@@ -239,11 +241,11 @@ def _qualify(args: argparse.Namespace) -> int:
     print(table.read_text(), end="")
     print(f"qualify: comparison {table}", flush=True)
     _write_history(args)
-    return compare.worst(codes)
+    return exits.worst(codes)
 
 
 def _workloads() -> list[str]:
-    from mochaos.scenario.workloads import (  # lazy: plugin imports cli; pulls the scenario engine
+    from mochaos.scenario import (  # lazy: plugin imports cli; pulls the scenario engine
         WORKLOADS,
     )
 
@@ -337,7 +339,12 @@ def _check(args: argparse.Namespace) -> int:
     print(options_line(options, origin), file=sys.stderr)
     for verdict in verdicts:
         print(verdict_line(verdict, history.start))
-    return 1 if any(v.failed for v in verdicts) else 0
+    if any(v.failed for v in verdicts):
+        return exits.OPERATOR_FAILED
+    missed = [a for a in history.actions() if a.in_window is False]
+    for action in missed:
+        print(f"INCONCLUSIVE: {action.action} {action.kind}/{action.name} missed its window")
+    return exits.INCONCLUSIVE if missed else exits.OK
 
 
 def _merge(args: argparse.Namespace) -> int:

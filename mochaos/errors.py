@@ -1,23 +1,21 @@
 """Errors that carry a one-line reason, a hint, and an exit status.
 
 Three families, kept apart so a verdict never blames the wrong party:
-usage errors (exit 2: the command line or input is wrong), infrastructure
-errors (exit 3: the runner, cluster or tooling failed), and operator failures
-(exit 1, reported as test failures, never raised from here).
+usage errors (the command line or input is wrong), infrastructure
+errors (the runner, cluster or tooling failed), and operator failures
+(reported as test failures, never raised from here); their exit statuses are
+:mod:`mochaos.exits`'.
 """
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_OPERATOR_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INFRA = 3
+from mochaos import exits
 
 
 class MochaosError(Exception):
     """Base class: ``str(err)`` is one line saying what is wrong and what to do."""
 
-    exit_code = EXIT_INFRA
+    exit_code = exits.INFRA
 
     def __init__(self, what: str, *, hint: str = "") -> None:
         self.what = what
@@ -28,13 +26,13 @@ class MochaosError(Exception):
 class UsageError(MochaosError):
     """Bad input from the user (option, target spec, profile, kubeconfig)."""
 
-    exit_code = EXIT_USAGE
+    exit_code = exits.USAGE
 
 
 class InfraError(MochaosError):
     """The runner or cluster failed; never an operator verdict."""
 
-    exit_code = EXIT_INFRA
+    exit_code = exits.INFRA
 
 
 class BuildError(InfraError):
@@ -42,4 +40,5 @@ class BuildError(InfraError):
 
 
 class Inconclusive(Exception):
-    """A scenario could not put its fault where it meant to (trigger missed)."""
+    """A scenario could not put its fault where it meant to (a trigger never held, a write
+    was refused): it judges nothing."""

@@ -3,8 +3,9 @@ namespace, the operator under test, its recorder and a scenario.
 
 ``mochaos`` (the run's settings), ``cluster_provider``, ``cluster``, ``kube``,
 ``namespace``, ``operator_target``, ``operator``, ``recorder``, ``scenario``; the plugin
-(:mod:`mochaos.plugin`) exposes them. A scenario's folder is written by its teardown
-(:mod:`mochaos.scenario_reports`).
+(:mod:`mochaos.plugin`) exposes them. The ``scenario`` fixture owns the scenario's end: it
+stashes the scenario on the test's node, which the plugin concludes when the test's body
+returns or raises; its teardown writes the test's folder (:mod:`mochaos.scenario_reports`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from mochaos.config import RunConfig, run_config
 from mochaos.kube import Cluster, check_reachable, new_api_client
 from mochaos.operator import parse_target
 from mochaos.operator.target import OperatorTarget, RunningOperator
-from mochaos.scenario_reports import SCENARIO_STARTED, test_folder, test_id, write_reports
+from mochaos.scenario_reports import (
+    SCENARIO,
+    add_findings,
+    test_folder,
+    test_id,
+    write_folder,
+)
 
 RUNNING_OPERATOR = pytest.StashKey[RunningOperator]()
 """On a test's node: the operator its ``operator`` fixture started, which the namespace's
@@ -53,12 +60,12 @@ def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
 def cluster(cluster_provider: ClusterProvider) -> Cluster:
     """A running cluster from the chosen provider (built and started on first use)."""
     from mochaos.report.testreport import (  # lazy: light plugin load; pulls the invariants
-        add_findings,
+        write_killed,
     )
 
     with progress.phase("cluster"):
         started = cluster_provider.up()
-        for line in runstate.reap(namespaces.reap, add_findings):
+        for line in runstate.reap(namespaces.reap, write_killed):
             progress.announce(line)
     return started
 
@@ -95,12 +102,7 @@ def namespace(request: pytest.FixtureRequest, kube: Any, cluster: Cluster, mocha
             )
     finally:
         runstate.unregister_namespace(name)
-    if findings:
-        from mochaos.report.testreport import (  # lazy: light plugin load; pulls the invariants
-            add_findings,
-        )
-
-        add_findings(test_folder(request.node, mochaos), [str(f) for f in findings])
+    add_findings(request.node, [str(f) for f in findings])
 
 
 def _warm_namespace(request: pytest.FixtureRequest) -> str | None:
@@ -186,10 +188,13 @@ def scenario(
     recorder: Any,
     mochaos: RunConfig,
 ) -> Iterator[Any]:
-    """A chaos scenario bound to this test's namespace, recorder and operator; its reports
-    are written when the test ends, whatever its outcome."""
-    from mochaos.scenario.engine import (  # lazy: light plugin load; pulls the scenario engine
+    """A chaos scenario bound to this test's namespace, recorder and operator. It is
+    concluded when the test's body returns (settle, epilogue, verdict: whichever the test
+    did not run) or raises; its reports are written whatever the outcome."""
+    from mochaos.scenario._checker import (  # lazy: light plugin load; pulls the scenario engine
         RunInfo,
+    )
+    from mochaos.scenario._engine import (  # lazy: light plugin load; pulls the scenario engine
         Scenario,
     )
 
@@ -210,11 +215,15 @@ def scenario(
         cluster, namespace=namespace, recorder=recorder, operator=operator, run=run,
         nodeid=test_id(request.node),
     )  # fmt: skip
-    request.node.stash[SCENARIO_STARTED] = True
+    request.node.stash[SCENARIO] = sc
+    # Until the test's teardown writes its result, one says it was killed before its end.
+    killed = sc.checker.result(nodeid=sc.nodeid, outcome="error", phase="killed",
+                               message="the run was killed before this test ended")  # fmt: skip
+    runstate.keep_result(namespace, killed.to_dict())
     yield sc
     sc.close()
     recorder.stop()
-    write_reports(request.node, sc, cluster, namespace, mochaos)
+    write_folder(request.node, sc, cluster, mochaos)
 
 
 def make_provider(cfg: RunConfig) -> ClusterProvider:

@@ -1,16 +1,20 @@
 """The pytest plugin: options and hooks that wire pytest to the layers below.
 
 Options come from :mod:`mochaos.config` (one table: option, ini key, environment
-variable, default), checked once in ``pytest_configure``; report hooks classify outcomes
-(an infrastructure error is never an operator verdict) and print one line per scenario.
-The fixtures (``mochaos``, ``cluster``, ``kube``, ``namespace``, ``operator_target``,
-``operator``, ``recorder``, ``scenario``) are :mod:`mochaos.fixtures`', exposed here;
-what a scenario test writes is :mod:`mochaos.scenario_reports`'.
+variable, default), checked once in ``pytest_configure``. A scenario test's end is its
+fixture's: the set-up and call wrappers conclude the scenario the ``scenario`` fixture
+stashed (when the body returns: whichever of settle, epilogue, verdict the test did not
+run), and the report hooks only translate the one result that makes
+(:mod:`mochaos.scenario_reports`) into pytest's outcome, the JUnit properties, one terminal
+line per scenario and the run's exit status (:mod:`mochaos.exits`, from the same
+``summary.json`` that ``merge`` reads). The fixtures are :mod:`mochaos.fixtures`', exposed
+here.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import signal
 import threading
@@ -19,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mochaos import progress
+from mochaos import exits, progress
 from mochaos.cli import SUITES
 from mochaos.config import (
     RUN_CONFIG_KEY,
@@ -47,12 +51,7 @@ from mochaos.fixtures import (  # noqa: F401  (pytest finds a plugin's fixtures 
 from mochaos.operator import parse_target
 from mochaos.paths import state_dir
 from mochaos.report.rundir import new_run_id
-from mochaos.scenario_reports import (
-    ERROR_ATTR,
-    REPORT_KEY,
-    SCENARIO_STARTED,
-    write_setup_error,
-)
+from mochaos.scenario_reports import ERROR_ATTR, conclude, translate, write_once
 from mochaos.shard import select
 
 SINK_KEY = pytest.StashKey[progress.Sink]()
@@ -256,6 +255,9 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
         pytest.skip(f"model only ({reason}); the target is {run_config(item.config).operator}")
     try:
         return (yield)
+    except BaseException as exc:
+        conclude(item, exc)  # a scenario whose set-up broke, or one that never started
+        raise
     finally:
         if _INTERRUPTED.is_set():
             raise KeyboardInterrupt
@@ -263,20 +265,30 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    """Re-raise a Ctrl-C a library swallowed during the test."""
+    """Conclude the test's scenario right after its body (still the test's call, so its
+    outcome is the verdict's); re-raise a Ctrl-C a library swallowed during the test."""
     try:
-        return (yield)
+        outcome = yield
+    except BaseException as exc:
+        conclude(item, exc)
+        raise
     finally:
         if _INTERRUPTED.is_set():
             raise KeyboardInterrupt
+    conclude(item, None)
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
+    return outcome
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Any:
-    """Summarise the test's phases in its report."""
+    """Once every fixture is torn down: write the test's result (with the teardown's
+    findings) and summarise its phases in its report."""
     try:
         return (yield)
     finally:
+        write_once(item)
         log = progress.end_test()
         if log is not None and log.records:
             item.add_report_section("teardown", "mo-chaos phases", log.summary())
@@ -287,8 +299,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Infrastructure/usage errors are errors (with the phase they happened in), a fault
-    that missed its window is inconclusive (a skip), never an operator verdict."""
+    """A scenario test's report says what its result says (:func:`translate`). Elsewhere an
+    infrastructure or usage error is an error (with the phase it happened in) and
+    Inconclusive a skip, never a failure."""
     report = yield
     exc = call.excinfo.value if call.excinfo is not None else None
     if isinstance(exc, MochaosError):
@@ -299,19 +312,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif isinstance(exc, Inconclusive):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"INCONCLUSIVE: {exc}")
-    if report.when == "call" or (report.when == "setup" and not report.passed):
-        # The report the scenario's result is made of when it has no verdict (a set-up
-        # that was inconclusive or broke never reaches the call).
-        item.stash[REPORT_KEY] = report
-    if (
-        report.when == "setup"
-        and report.failed
-        and "scenario" in item.fixturenames
-        and not item.stash.get(SCENARIO_STARTED, False)
-    ):
-        # The scenario fixture never started (its cluster or operator failed): its
-        # teardown, which writes the result, will not run.
-        write_setup_error(item, report)
+    translate(item, report)
     return report
 
 
@@ -351,7 +352,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The controller merges every test's result into the run's summary.json and index.
+    """The controller merges every test's result into the run's summary.json and index, and
+    exits by the one table (:mod:`mochaos.exits`) from its counts: an infrastructure error
+    is 3, not pytest's 1 of a failure; a run that only judged nothing is 6, not 0.
 
     A shard that no scenario fell to ran nothing by design: it exits 0, not 5."""
     if getattr(session.config, "workerinput", None) is not None:
@@ -360,21 +363,32 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if cfg is not None and cfg.shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         progress.announce(f"shard {cfg.shard}: no scenario of this selection fell to this shard")
         session.exitstatus = pytest.ExitCode.OK
-    _merge_summary(session.config)
+    counts = _merge_summary(session.config)
+    if counts is not None and session.exitstatus in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+    ):
+        status = exits.of_counts(counts)
+        if status != exits.OK:
+            session.exitstatus = status
 
 
-def _merge_summary(config: pytest.Config) -> None:
+def _merge_summary(config: pytest.Config) -> dict[str, int] | None:
+    """Merge the run's summary (None when this run has no scenario result); its counts."""
     cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
-        return
+        return None
     from mochaos.report.index import write_index  # lazy: light plugin load; pulls the invariants
     from mochaos.report.summary import (  # lazy: light plugin load; pulls the invariants
         merge_summary,
         read_results,
     )
 
-    first = next(iter(read_results(cfg.run_dir)), {})
-    merge_summary(
+    results = read_results(cfg.run_dir)
+    if not results:
+        return None
+    first = results[0]
+    path = merge_summary(
         cfg.run_dir,
         meta={
             "operator_target": cfg.operator,
@@ -385,6 +399,7 @@ def _merge_summary(config: pytest.Config) -> None:
         },
     )
     write_index(cfg.run_dir, title=f"mo-chaos run {cfg.run_id} — {cfg.operator}")
+    return json.loads(path.read_text(encoding="utf-8"))["counts"]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -38,8 +38,9 @@ REAP_LOCK_TIMEOUT = 600.0
 
 DeleteNamespace = Callable[[str, Path, str | None], list[str] | None]
 """Deletes one stale namespace (namespace, kubeconfig, context); returns the findings."""
-RecordFindings = Callable[[Path, list[str]], None]
-"""Adds teardown findings to the report folder of the test that made the namespace."""
+RecordResult = Callable[[Path, dict[str, Any] | None, list[str]], None]
+"""Writes the result of the killed test that made the namespace (report folder, its result
+as kept, or None when it had none yet; the teardown's findings)."""
 
 
 def _runs_dir() -> Path:
@@ -114,6 +115,17 @@ def register_namespace(
     _update(lambda d: d["namespaces"].__setitem__(namespace, where))
 
 
+def keep_result(namespace: str, result: dict[str, Any]) -> None:
+    """Keep a test's result with its namespace's record, for the reaper to write if the
+    test is killed before it does."""
+
+    def keep(data: dict[str, Any]) -> None:
+        if namespace in data["namespaces"]:
+            data["namespaces"][namespace]["result"] = result
+
+    _update(keep)
+
+
 def unregister_namespace(namespace: str) -> None:
     """Forget a namespace we deleted."""
     _update(lambda d: d["namespaces"].pop(namespace, None))
@@ -134,15 +146,13 @@ def _save(path: Path, data: dict[str, Any]) -> None:
         path.unlink(missing_ok=True)
 
 
-def reap(
-    delete_namespace: DeleteNamespace, record_findings: RecordFindings | None = None
-) -> list[str]:
+def reap(delete_namespace: DeleteNamespace, record_result: RecordResult | None = None) -> list[str]:
     """Clean up after dead runs; return one line per thing reaped.
 
     ``delete_namespace(namespace, kubeconfig, context)`` deletes one stale namespace and
-    returns what it had to force (finalizers released); ``record_findings(folder, lines)``
-    adds those to the killed test's report, when its folder is on record. One reaper at a
-    time: another session's waits for it, then finds nothing left.
+    returns what it had to force (finalizers released); ``record_result(folder, result,
+    lines)`` writes the killed test's result with those as findings, when its folder is on
+    record. One reaper at a time: another session's waits for it, then finds nothing left.
     """
     done: list[str] = []
     with FileLock(str(_runs_dir() / ".reap.lock"), timeout=REAP_LOCK_TIMEOUT):
@@ -152,7 +162,7 @@ def reap(
                 continue
             _reap_processes(path, data, done)
             _reap_containers(path, data, done)
-            _reap_namespaces(path, data, done, delete_namespace, record_findings)
+            _reap_namespaces(path, data, done, delete_namespace, record_result)
     return done
 
 
@@ -188,7 +198,7 @@ def _reap_namespaces(
     data: dict[str, Any],
     done: list[str],
     delete_namespace: DeleteNamespace,
-    record_findings: RecordFindings | None,
+    record_result: RecordResult | None,
 ) -> None:
     for namespace, where in list(data.get("namespaces", {}).items()):
         try:
@@ -208,7 +218,7 @@ def _reap_namespaces(
             lines = [str(f) for f in findings or ()]
             done.append(f"deleted stale namespace {namespace}")
             done += [f"  {line}" for line in lines]
-            if lines and where.get("report") and record_findings is not None:
-                record_findings(Path(where["report"]), lines)
+            if where.get("report") and record_result is not None:
+                record_result(Path(where["report"]), where.get("result"), lines)
         del data["namespaces"][namespace]
         _save(path, data)

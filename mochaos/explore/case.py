@@ -14,8 +14,7 @@ from mochaos.explore.faults import inject
 from mochaos.explore.plan import Case, Exploration
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION, PointWatch
 from mochaos.report.result import ScenarioResult
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.workloads import get_workload
+from mochaos.scenario import Scenario, get_workload
 
 GATE_FACTOR = 2.0
 """A point may take this many times its learn-run delay (plus a migration phase's wait)."""
@@ -31,7 +30,7 @@ def run_case(sc: Scenario, exploration: Exploration, case: Case) -> ScenarioResu
     workload = get_workload(exploration.workload)
     topology = workload.setup(sc)
     roles = workload.roles(topology)
-    sc.actions.record(ROLES_ACTION, "Workload", workload.name, params=roles)
+    sc.writes.record(ROLES_ACTION, "Workload", workload.name, params=roles)
     watches = []
     for step in sorted(case.steps, key=lambda s: exploration.point(s.point).first_seen):
         point = exploration.point(step.point)

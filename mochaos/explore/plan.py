@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import UsageError
-from mochaos.explore.faults import Fault
+from mochaos.explore.faults import RoleFault
 from mochaos.explore.points import Point
 
 FORMAT = 1
@@ -33,7 +33,7 @@ class Step:
     """One fault at one point."""
 
     point: str
-    fault: Fault
+    fault: RoleFault
 
     @property
     def slug(self) -> str:
@@ -122,7 +122,7 @@ class Case:
     def from_dict(cls, data: dict[str, Any]) -> Case:
         """Inverse of :meth:`to_dict`."""
         steps = tuple(
-            Step(s["point"], Fault(s["fault"], s.get("target", ""))) for s in data["steps"]
+            Step(s["point"], RoleFault(s["fault"], s.get("target", ""))) for s in data["steps"]
         )
         return cls(steps=steps, runs=[Run(**r) for r in data.get("runs", [])])
 

@@ -18,7 +18,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from mochaos.errors import EXIT_INFRA, EXIT_OK, EXIT_OPERATOR_FAILED, InfraError, UsageError
+from mochaos import exits
+from mochaos.errors import InfraError, UsageError
 from mochaos.explore import report
 from mochaos.explore.faults import applicable, parse_fault_kinds
 from mochaos.explore.plan import LEARN, Case, Exploration, Run, Step, case_of_test, load
@@ -28,7 +29,7 @@ from mochaos.observe.history import History
 from mochaos.operator import parse_target
 from mochaos.report.rundir import new_run_id
 from mochaos.report.summary import SUMMARY_FILE
-from mochaos.scenario.workloads import get_workload
+from mochaos.scenario import get_workload
 
 TESTS = Path(__file__).resolve().parent / "test_explore.py"
 EXPLORATION_FILE = "exploration.json"
@@ -89,12 +90,11 @@ class Explorer:
         started = time.monotonic()
         code = self._run_pytest(self._pytest_args(path, batch_dir, total))
         summary = _read_summary(batch_dir)
-        if code in (2, 3, 4) or summary is None:
-            raise InfraError(
-                f"explore batch {what} broke (pytest exit {code}, "
-                f"{'no' if summary is None else 'a'} {SUMMARY_FILE})",
-                hint=f"see the reports in {batch_dir}",
-            )
+        why = (f"no {SUMMARY_FILE} (pytest exit {code})" if summary is None
+               else exits.unexplained(code, summary.get("counts") or {}))  # fmt: skip
+        if why:
+            raise InfraError(f"explore batch {what} broke: {why}",
+                             hint=f"see the reports in {batch_dir}")  # fmt: skip
         seen = dict.fromkeys(runs, 0)
         for test in summary.get("tests", []):
             test_id = _param_id(str(test.get("nodeid", "")))
@@ -243,8 +243,9 @@ def _identify(s: Settings) -> str:
 def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> int:
     """Run an exploration; write exploration.json and exploration.html; the exit status.
 
-    0: no failure signature (inconclusive cases allowed, counted); 1: at least one
-    signature; 3: the learn run or some case broke (infrastructure), and no signature.
+    By :mod:`mochaos.exits`: 1 at least one signature; 3 the learn run or some case broke
+    (infrastructure), and no signature; 6 no signature, but some case judged nothing
+    (inconclusive); 0 every case passed.
     """
     s = settings
     get_workload(s.workload)
@@ -308,9 +309,11 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
     print(report.summary(exploration, signatures), flush=True)
     print(f"explore: {path}; matrix {html}; {explorer.cases_run} runs in {wall:.0f}s", flush=True)
     if signatures:
-        return EXIT_OPERATOR_FAILED
-    broken = any(c.status == "error" for c in exploration.cases.values())
-    return EXIT_INFRA if broken else EXIT_OK
+        return exits.OPERATOR_FAILED
+    if any(c.status == "error" for c in exploration.cases.values()):
+        return exits.INFRA
+    undecided = any(c.status == "inconclusive" for c in exploration.cases.values())
+    return exits.INCONCLUSIVE if undecided else exits.OK
 
 
 __all__ = ["Explorer", "Settings", "explore", "parse_fault_kinds"]

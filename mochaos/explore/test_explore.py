@@ -13,7 +13,7 @@ import pytest
 from mochaos.config import run_config
 from mochaos.explore.case import run_case
 from mochaos.explore.plan import batch_runs, load
-from mochaos.scenario.engine import Scenario
+from mochaos.scenario import Scenario
 
 pytestmark = pytest.mark.scenario
 

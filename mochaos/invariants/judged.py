@@ -8,7 +8,7 @@ Two corrections of what the recorder saw, both about the observer, never about t
   judged in resourceVersion order (one etcd: its revisions order every write); Events
   (which a cluster may keep in an etcd of their own) and the other entries keep their
   places.
-- *Clock.* While the apiserver does not answer (the recorder's outage markers,
+- *Clock.* While the apiserver does not answer (the recorder's outage periods,
   mochaos.observe.availability) nobody can act, and while a dependency of the operator is
   down or the operator's process is stopped (mochaos.observe.periods) the operator cannot,
   so deadlines, graces and windows are measured on a clock that leaves those periods out
@@ -20,29 +20,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from mochaos.faults import FAULTS
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe.history import (
-    APISERVER_AVAILABLE,
-    APISERVER_UNAVAILABLE,
-    DEPENDENCY_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
+    DEPENDENCY_OUTAGE,
+    OPERATOR_FREEZE,
+    PERIOD_KINDS,
     ActionRecord,
     Change,
     History,
+    PeriodKind,
 )
 
 Interval = tuple[float, float]
-CLOCK_MARKERS = (
-    APISERVER_UNAVAILABLE,
-    APISERVER_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-    DEPENDENCY_AVAILABLE,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
-)
-"""The labels (prefixes) of the markers that stop and restart the operator's clock."""
 PAUSE_SLACK = 1.0
 """Seconds a freeze may start after the framework's pause action was recorded, or end after
 its length, and still be that pause (the probe looks every quarter second)."""
@@ -50,7 +40,7 @@ its length, and still be that pause (the probe looks every quarter second)."""
 
 @dataclass(frozen=True)
 class Period:
-    """A period recorded by a start and an end marker (``end`` is infinite while open)."""
+    """A period recorded by its start and end entries (``end`` is infinite while open)."""
 
     start: float
     end: float
@@ -59,52 +49,38 @@ class Period:
     why: str = ""
 
 
-def periods(history: History, opens: str, closes: str) -> list[Period]:
-    """The periods between markers labelled ``opens…`` and ``closes…``, per subject (the
-    word after ``opens: ``, if any)."""
+def periods(history: History, kind: PeriodKind) -> list[Period]:
+    """The periods of ``kind`` in ``history``, per subject; an end pairs with its subject's
+    open start, one still open at the end runs to infinity."""
     found: list[Period] = []
     opened: dict[str, tuple[float, str]] = {}
-    for marker in sorted(history.markers(), key=lambda m: m.t):
-        label = marker.label
-        if label.startswith(opens):
-            what, why = _subject(label[len(opens) :])
-            opened.setdefault(what, (marker.t, why))
-        elif label.startswith(closes):
-            what, _ = _subject(label[len(closes) :])
-            if what not in opened:
-                what = next(iter(opened), what)  # an end that names no subject closes the open
-            if what in opened:
-                start, why = opened.pop(what)
-                found.append(Period(start, max(marker.t, start), what, why))
+    for edge in sorted(history.period_edges(kind), key=lambda e: e.t):
+        if edge.edge == "start":
+            opened.setdefault(edge.subject, (edge.t, edge.reason))
+        elif edge.subject in opened:
+            start, why = opened.pop(edge.subject)
+            found.append(Period(start, max(edge.t, start), edge.subject, why))
     found += [Period(t, math.inf, what, why) for what, (t, why) in opened.items()]
     return sorted(found, key=lambda p: p.start)
 
 
-def _subject(rest: str) -> tuple[str, str]:
-    """``": matrixone (not running)"`` → (``matrixone``, ``not running``); a label that goes on
-    without ``": "`` (``" after 4.9s"``) names no subject: (``""``, ``""``)."""
-    if not rest.startswith(": "):
-        return "", ""
-    name, _, why = rest[2:].partition(" ")
-    return name, why.removeprefix("(").removesuffix(")")
-
-
 def dependency_outages(history: History) -> list[Period]:
     """The periods a dependency of the operator was unavailable."""
-    return periods(history, DEPENDENCY_UNAVAILABLE, DEPENDENCY_AVAILABLE)
+    return periods(history, DEPENDENCY_OUTAGE)
 
 
 def freezes(history: History) -> list[Period]:
     """The periods the operator's process was stopped."""
-    return periods(history, OPERATOR_FROZEN, OPERATOR_THAWED)
+    return periods(history, OPERATOR_FREEZE)
 
 
 def external_freezes(history: History) -> list[Period]:
-    """The freezes that are not the framework's own pause fault (a ``pause_operator`` action
+    """The freezes that are not the framework's own (a fault that freezes the operator,
     recorded just before, for about as long)."""
     pauses = [
         (a.t, a.t + float(a.params.get("seconds", 0)))
-        for a in history if isinstance(a, ActionRecord) and a.action == "pause_operator"
+        for a in history
+        if isinstance(a, ActionRecord) and a.fault in FAULTS and FAULTS[a.fault].freezes_operator
     ]  # fmt: skip
     return [
         f for f in freezes(history)
@@ -142,13 +118,10 @@ class OperatorClock:
 
     @classmethod
     def of(cls, history: History) -> OperatorClock:
-        """The apiserver's outages, the dependencies' and the operator's freezes recorded in
-        ``history``, merged (one still open runs to infinity)."""
-        found = [
-            *periods(history, APISERVER_UNAVAILABLE, APISERVER_AVAILABLE),
-            *dependency_outages(history),
-            *freezes(history),
-        ]
+        """The periods recorded in ``history`` whose kind stops the operator's clock (the
+        apiserver's outages, the dependencies', the operator's freezes), merged (one still
+        open runs to infinity)."""
+        found = [p for k in PERIOD_KINDS.values() if k.stops_clock for p in periods(history, k)]
         return cls(_merged([(p.start, p.end) for p in found]))
 
     def operator_time(self, t: float) -> float:

@@ -1,4 +1,4 @@
-"""Whether the apiserver answers: the periods it did not, as markers in the history.
+"""Whether the apiserver answers: the periods it did not, as typed periods in the history.
 
 While the apiserver is down or frozen nothing can happen — no watch event, no operator
 write — so an operator cannot be held to a deadline during that time. A probe asks the
@@ -17,25 +17,26 @@ from collections.abc import Callable
 from kubernetes import client
 from kubernetes.client import rest
 
-from mochaos.observe.history import APISERVER_AVAILABLE, APISERVER_UNAVAILABLE
+from mochaos.observe.history import APISERVER_OUTAGE
 
 PERIOD = 0.25
 """Seconds between two probes."""
 TIMEOUT = 1.0
 """A probe not answered within this long counts as the apiserver being unavailable."""
 
-Mark = Callable[[str, float], None]
-"""Records a marker: (label, time)."""
+Period = Callable[..., object]
+"""Records one end of a period: the recorder's :meth:`period`."""
+SUBJECT = "apiserver"
 
 
 class AvailabilityProbe:
-    """Probes one apiserver from a thread until stopped; reports outages through ``mark``."""
+    """Probes one apiserver from a thread until stopped; reports outages through ``period``."""
 
-    def __init__(self, api: client.ApiClient, mark: Mark, stop: threading.Event) -> None:
+    def __init__(self, api: client.ApiClient, period: Period, stop: threading.Event) -> None:
         self._url = api.configuration.host.rstrip("/") + "/readyz"
         self._rest = rest.RESTClientObject(api.configuration)
         self._headers = {"User-Agent": api.user_agent}
-        self._mark = mark
+        self._period = period
         self._stop = stop
         self.outages = 0
 
@@ -55,10 +56,12 @@ class AvailabilityProbe:
             sent = time.time()
             if self._answered():
                 if down_since is not None:
-                    now = time.time()
-                    self._mark(f"{APISERVER_AVAILABLE} after {now - down_since:.1f}s", now)
+                    self._edge("end", time.time())
                     down_since = None
             elif down_since is None:
                 down_since = sent
                 self.outages += 1
-                self._mark(APISERVER_UNAVAILABLE, sent)
+                self._edge("start", sent)
+
+    def _edge(self, edge: str, t: float) -> None:
+        self._period(APISERVER_OUTAGE, edge, subject=SUBJECT, t=t)

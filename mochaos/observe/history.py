@@ -1,7 +1,8 @@
 """The history of one test namespace: what was seen, in the order it was seen.
 
 Watch events (:class:`Change`), the operator's log lines (:class:`LogRecord`), mo-chaos's
-own actions (:class:`ActionRecord`) and named points (:class:`Marker`), each with the
+own actions (:class:`ActionRecord`), named points (:class:`Marker`) and the ends of periods
+the operator could not act (:class:`PeriodEdge`, typed), each with the
 recorder's sequence number and wall time; :class:`History` holds them (streamed to disk as
 JSON lines), :class:`State` is the objects as of one point. The recorder writes it; the
 invariants and the reports read it.
@@ -72,22 +73,80 @@ class ActionRecord:
     in_window: bool | None = None
     component: str = "chaos"
     intent: bool = False
+    fault: str | None = None
+    """The fault kind this write injected (a name of mochaos.faults.FAULTS), None for the
+    workload's own writes."""
 
 
-APISERVER_UNAVAILABLE = "cluster: apiserver unavailable"
-"""Label of the marker that starts a period the apiserver did not answer."""
-APISERVER_AVAILABLE = "cluster: apiserver available again"
-"""Label prefix of the marker that ends it (the period's length follows)."""
-DEPENDENCY_UNAVAILABLE = "cluster: dependency unavailable"
-"""Label prefix of the marker that starts a period a process the operator depends on (the
-MatrixOne double, the workload controller) was down or unhealthy: ``…: <name> (<why>)``."""
-DEPENDENCY_AVAILABLE = "cluster: dependency available again"
-"""Label prefix of the marker that ends it: ``…: <name> after <seconds>s``."""
-OPERATOR_FROZEN = "operator: process stopped"
-"""Label prefix of the marker that starts a period the operator's process was stopped
-(SIGSTOP: the framework's pause fault, or someone else): ``…: <pid> (SIGSTOP)``."""
-OPERATOR_THAWED = "operator: process running again"
-"""Label prefix of the marker that ends it: ``… after <seconds>s``."""
+@dataclass(frozen=True, slots=True)
+class PeriodKind:
+    """A kind of period the operator could not act, or was made not to: how the judge
+    treats it and how reports name its two ends. Periods are data (:class:`PeriodEdge`):
+    nothing reads their meaning back from text."""
+
+    name: str
+    stops_clock: bool
+    """Deadlines, graces and windows leave it out (mochaos.invariants.judged)."""
+    excuse: str
+    """What a violation seen during it makes of the scenario: ``"error"`` (the operator's
+    environment failed: an infrastructure error), ``"inconclusive"`` (unless the framework
+    made it, e.g. its pause fault) or ``""`` (judged as any other time)."""
+    start_text: str
+    """How reports name its start: ``{subject}`` and ``{reason}`` are filled in."""
+    end_text: str
+    """How reports name its end: ``{subject}`` and ``{seconds}`` are filled in."""
+
+
+APISERVER_OUTAGE = PeriodKind(
+    "apiserver-outage", stops_clock=True, excuse="",
+    start_text="apiserver unavailable", end_text="apiserver available again after {seconds}s",
+)  # fmt: skip
+"""The apiserver did not answer (mochaos.observe.availability): nobody could act."""
+DEPENDENCY_OUTAGE = PeriodKind(
+    "dependency-outage", stops_clock=True, excuse="error",
+    start_text="dependency {subject} unavailable ({reason})",
+    end_text="dependency {subject} available again after {seconds}s",
+)  # fmt: skip
+"""A process the operator depends on (the MatrixOne double, the workload controller) was
+down or unhealthy, and no scenario made it so (mochaos.observe.periods)."""
+OPERATOR_FREEZE = PeriodKind(
+    "operator-freeze", stops_clock=True, excuse="inconclusive",
+    start_text="operator process {subject} stopped ({reason})",
+    end_text="operator process {subject} running again after {seconds}s",
+)  # fmt: skip
+"""The operator's process was stopped (SIGSTOP: the framework's pause fault, or someone
+else)."""
+PERIOD_KINDS: dict[str, PeriodKind] = {
+    k.name: k for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE)
+}
+"""Every kind of period, by name."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodEdge:
+    """One end of a period (``edge`` ``"start"`` or ``"end"``) of kind ``period`` (a name of
+    :data:`PERIOD_KINDS`) for ``subject`` (the apiserver, a dependency's name, a pid)."""
+
+    seq: int
+    t: float
+    period: str
+    edge: str
+    subject: str
+    reason: str = ""
+    component: str = "cluster"
+
+    @property
+    def kind(self) -> PeriodKind:
+        """Its kind (:data:`PERIOD_KINDS`)."""
+        return PERIOD_KINDS[self.period]
+
+    def text(self, seconds: float | None = None) -> str:
+        """This end in its kind's words (an end says how long the period lasted, when
+        ``seconds`` is known)."""
+        if self.edge == "start":
+            return self.kind.start_text.format(subject=self.subject, reason=self.reason)
+        shown = "?" if seconds is None else f"{seconds:.1f}"
+        return self.kind.end_text.format(subject=self.subject, seconds=shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +159,14 @@ class Marker:
     component: str = "chaos"
 
 
-Entry: TypeAlias = Change | LogRecord | ActionRecord | Marker
+Entry: TypeAlias = Change | LogRecord | ActionRecord | Marker | PeriodEdge
 
 _ENTRY_TYPES: dict[str, type] = {
     "change": Change,
     "log": LogRecord,
     "action": ActionRecord,
     "marker": Marker,
+    "period": PeriodEdge,
 }
 _TYPE_NAMES = {cls: name for name, cls in _ENTRY_TYPES.items()}
 
@@ -199,6 +259,12 @@ class History(Sequence[Entry]):
         """Scenario markers."""
         for e in self._entries:
             if isinstance(e, Marker):
+                yield e
+
+    def period_edges(self, kind: PeriodKind | None = None) -> Iterator[PeriodEdge]:
+        """The ends of periods, optionally of one kind."""
+        for e in self._entries:
+            if isinstance(e, PeriodEdge) and (kind is None or e.period == kind.name):
                 yield e
 
     def replay(self) -> Iterator[tuple[Entry, State]]:

@@ -1,5 +1,5 @@
-"""Periods the operator could not act, as marker pairs in the history: a process it depends
-on was down, or its own process was stopped.
+"""Periods the operator could not act, as typed period entries in the history: a process it
+depends on was down, or its own process was stopped.
 
 - A *dependency* (the MatrixOne double, the workload controller: what the local cluster
   runs beside the control plane) is probed every :data:`PERIOD` seconds; a failed probe
@@ -12,7 +12,7 @@ on was down, or its own process was stopped.
 The invariants judge on a clock that leaves these periods out (:mod:`mochaos.invariants.
 judged`); the checker turns violations seen with a dependency down into an
 infrastructure error and those seen with a freeze the framework did not make into an
-inconclusive outcome.
+inconclusive outcome (what each kind of period excuses: ``PeriodKind.excuse``).
 """
 
 from __future__ import annotations
@@ -21,36 +21,24 @@ import threading
 import time
 from collections.abc import Callable
 
-from mochaos.observe.history import (
-    DEPENDENCY_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
-)
 from mochaos.procs import stat_fields
 
 PERIOD = 0.25
 """Seconds between two probes."""
 
-Mark = Callable[[str, float], None]
-"""Records a marker: (label, time)."""
+Edge = Callable[..., object]
+"""Records one end of a period: ``edge(edge, reason=…, t=…)`` with edge ``"start"`` or
+``"end"`` (the recorder's :meth:`period`, bound to a kind and subject)."""
 Check = Callable[[], str | None]
 """Why something is unavailable now (one line), or None when it is available."""
 
 
-def watch(
-    check: Check,
-    *,
-    down: Callable[[str], str],
-    up: Callable[[float], str],
-    mark: Mark,
-    stop: threading.Event,
-) -> None:
+def watch(check: Check, *, edge: Edge, stop: threading.Event) -> None:
     """Probe ``check`` from now until ``stop``: at once, every :data:`PERIOD` seconds, and
     once more at ``stop``, so that what holds at either end of the watch is in the history
-    however late a periodic probe runs. Mark ``down(why)`` when it starts failing (at the
-    probe's send time) and ``up(seconds)`` when it passes again; a period still open at
-    the last probe stays open."""
+    however late a periodic probe runs. Record a start (at the probe's send time, with the
+    check's reason) when it starts failing and an end when it passes again; a period still
+    open at the last probe stays open."""
     since: float | None = None
     while True:
         last = stop.is_set()  # set before this probe: it is the last
@@ -60,24 +48,14 @@ def watch(
         except Exception as err:  # a probe that raises counts as a failed probe
             why = f"{type(err).__name__}: {err}"
         if why is None and since is not None:
-            now = time.time()
-            mark(up(now - since), now)
+            edge("end", t=time.time())
             since = None
         elif why is not None and since is None:
             since = sent
-            mark(down(why), sent)
+            edge("start", reason=why, t=sent)
         if last:
             return
         stop.wait(PERIOD)
-
-
-def watch_dependency(name: str, check: Check, mark: Mark, stop: threading.Event) -> None:
-    """:func:`watch` one dependency, with its name in the markers."""
-    watch(
-        check, mark=mark, stop=stop,
-        down=lambda why: f"{DEPENDENCY_UNAVAILABLE}: {name} ({why})",
-        up=lambda seconds: f"{DEPENDENCY_AVAILABLE}: {name} after {seconds:.1f}s",
-    )  # fmt: skip
 
 
 def stopped(pid_of: Callable[[], int | None]) -> Check:
@@ -91,10 +69,13 @@ def stopped(pid_of: Callable[[], int | None]) -> Check:
     return check
 
 
-def watch_freezes(pid_of: Callable[[], int | None], mark: Mark, stop: threading.Event) -> None:
-    """:func:`watch` the operator's process for SIGSTOP."""
-    watch(
-        stopped(pid_of), mark=mark, stop=stop,
-        down=lambda pid: f"{OPERATOR_FROZEN}: {pid} (SIGSTOP)",
-        up=lambda seconds: f"{OPERATOR_THAWED} after {seconds:.1f}s",
-    )  # fmt: skip
+def watch_freezes(pid_of: Callable[[], int | None], edge: Edge, stop: threading.Event) -> None:
+    """:func:`watch` the operator's process for SIGSTOP (the subject: its pid when it stops)."""
+    subject = {"pid": ""}
+
+    def record(which: str, *, reason: str = "", t: float) -> None:
+        if which == "start":
+            subject["pid"] = reason
+        edge(which, subject=subject["pid"], reason="SIGSTOP" if which == "start" else "", t=t)
+
+    watch(stopped(pid_of), edge=record, stop=stop)

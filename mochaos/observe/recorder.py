@@ -26,16 +26,28 @@ from mochaos.ctrl.listwatch import RETRIED, Event, ListWatch
 from mochaos.ctrl.rest import KINDS, Kube
 from mochaos.errors import InfraError
 from mochaos.observe.availability import AvailabilityProbe
-from mochaos.observe.history import ActionRecord, Change, Entry, History, LogRecord, Marker, State
+from mochaos.observe.history import (
+    DEPENDENCY_OUTAGE,
+    OPERATOR_FREEZE,
+    ActionRecord,
+    Change,
+    Entry,
+    History,
+    LogRecord,
+    Marker,
+    PeriodEdge,
+    PeriodKind,
+    State,
+)
 from mochaos.observe.oplog import parse_log_line
-from mochaos.observe.periods import Check, watch_dependency, watch_freezes
+from mochaos.observe.periods import Check, watch, watch_freezes
 from mochaos.observe.stream import HistoryStream
 
 WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
 CLUSTER_COMPONENT = "cluster"
 """The component of the markers that record a restart of one of the cluster's processes."""
 OPERATOR_COMPONENT = "operator"
-"""The component of the markers about the operator's process (its freezes)."""
+"""The component of the periods about the operator's process (its freezes)."""
 
 Listener = Callable[[Entry, State], None]
 
@@ -110,31 +122,49 @@ class Recorder:
         self._spawn("cluster-events", tail)
 
     def watch_availability(self) -> None:
-        """Record each period the apiserver does not answer as a pair of cluster markers
-        (see mochaos.observe.availability)."""
-        probe = AvailabilityProbe(self._api, self._cluster_marker, self._stop)
+        """Record each period the apiserver does not answer (see
+        mochaos.observe.availability)."""
+        probe = AvailabilityProbe(self._api, self.period, self._stop)
         self._spawn("availability", probe.run)
 
     def watch_dependencies(self, checks: dict[str, Check]) -> None:
         """Record each period a dependency of the operator is unavailable (``checks``: name
-        → why it is unavailable now, or None) as a pair of cluster markers (see
-        mochaos.observe.periods)."""
+        → why it is unavailable now, or None; see mochaos.observe.periods)."""
         for name, check in checks.items():
+            edge = partial(self.period, DEPENDENCY_OUTAGE, subject=name)
             self._spawn(f"dependency-{name}",
-                        lambda n=name, c=check: watch_dependency(n, c, self._cluster_marker,
-                                                                 self._stop))  # fmt: skip
+                        lambda c=check, e=edge: watch(c, edge=e, stop=self._stop))  # fmt: skip
 
     def watch_freezes(self, pid_of: Callable[[], int | None]) -> None:
-        """Record each period the operator's process (``pid_of()``) is stopped as a pair of
-        operator markers (see mochaos.observe.periods)."""
+        """Record each period the operator's process (``pid_of()``) is stopped (see
+        mochaos.observe.periods)."""
         self._spawn("operator-freezes",
-                    lambda: watch_freezes(pid_of, self._operator_marker, self._stop))  # fmt: skip
+                    lambda: watch_freezes(pid_of, partial(self.period, OPERATOR_FREEZE,
+                                                          component=OPERATOR_COMPONENT),
+                                          self._stop))  # fmt: skip
+
+    def period(
+        self,
+        kind: PeriodKind,
+        edge: str,
+        *,
+        subject: str,
+        reason: str = "",
+        t: float | None = None,
+        component: str = CLUSTER_COMPONENT,
+    ) -> PeriodEdge:
+        """Append one end of a period of ``kind`` (at ``t``, now by default)."""
+        entry = self._append(
+            lambda seq, now: PeriodEdge(
+                seq=seq, t=now if t is None else t, period=kind.name, edge=edge,
+                subject=subject, reason=reason, component=component,
+            )
+        )  # fmt: skip
+        assert isinstance(entry, PeriodEdge)
+        return entry
 
     def _cluster_marker(self, label: str, t: float) -> None:
         self._append(lambda seq, _: Marker(seq=seq, t=t, label=label, component=CLUSTER_COMPONENT))
-
-    def _operator_marker(self, label: str, t: float) -> None:
-        self._append(lambda seq, _: Marker(seq=seq, t=t, label=label, component=OPERATOR_COMPONENT))
 
     def stop(self) -> None:
         """Stop every watch and tail, then write the rest of the history; idempotent."""

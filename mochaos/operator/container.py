@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mochaos import exits
 from mochaos.cluster.attached import Attached
-from mochaos.errors import EXIT_USAGE, InfraError, UsageError
+from mochaos.errors import InfraError, UsageError
 from mochaos.kube import Cluster
 from mochaos.kubeconfig import referenced_files
 from mochaos.operator.manager import ManagerLaunch, ready_in_log
@@ -214,7 +215,7 @@ class OperatorContainer:
         self.stop()
         tail_line = tail(self.log_lines(), 1) or (state.error if state else "") or "no output"
         rc = state.exit_code if state else -1
-        if rc == EXIT_USAGE:
+        if rc == exits.USAGE:
             raise UsageError(f"operator {self.target} refused its arguments: {tail_line}")
         raise InfraError(
             f"operator {self.target} exited with status {rc} before it was ready: {tail_line}",

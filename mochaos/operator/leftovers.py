@@ -36,7 +36,7 @@ from mochaos.kube import Cluster, api_client
 from mochaos.operator import webhooks
 from mochaos.operator.webhook_host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
-from mochaos.report.testreport import add_findings
+from mochaos.report.testreport import write_killed
 
 GONE_TIMEOUT = 60.0
 """Seconds for a namespace or a CRD to disappear once deleted."""
@@ -112,7 +112,7 @@ def _sweep(
     out: Sweep, cluster: Cluster, double_state: Path | None, doubles: list[tuple[DoubleSpec, Any]]
 ) -> None:
     assert cluster.state_dir is not None
-    reaped = runstate.reap(namespaces.reap, add_findings)
+    reaped = runstate.reap(namespaces.reap, write_killed)
     out.left += [f"a dead run's record: {line}" for line in reaped if not line.startswith("  ")]
     out.left += WebhookHost(cluster.state_dir / "operator-webhooks", build="").reclaim()
     if not port_free(webhooks.PORT):

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from mochaos.errors import EXIT_USAGE, InfraError, UsageError
+from mochaos import exits
+from mochaos.errors import InfraError, UsageError
 from mochaos.observe.periods import stopped
 from mochaos.operator.target import PoolSpec, Sessions, Waits
 from mochaos.runstate import register_pid, unregister_pid
@@ -105,7 +106,7 @@ class OperatorProcess:
     def _failed_to_start(self, rc: int) -> None:
         tail = self.log_tail(1) or "no output"
         unregister_pid(self._proc.pid if self._proc else 0)
-        if rc == EXIT_USAGE:
+        if rc == exits.USAGE:
             raise UsageError(f"operator {self.target} refused its arguments: {tail}")
         raise InfraError(
             f"operator {self.target} exited with status {rc} before it was ready: {tail}",

@@ -13,11 +13,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from mochaos.errors import EXIT_INFRA, EXIT_OK, EXIT_OPERATOR_FAILED, EXIT_USAGE
-
-SEVERITY = (EXIT_OK, EXIT_OPERATOR_FAILED, EXIT_INFRA, EXIT_USAGE)
-"""Exit statuses from least to most severe: the comparison exits with the worst."""
-
 
 def _name(nodeid: str) -> str:
     return nodeid.rsplit("::", 1)[-1]
@@ -88,8 +83,3 @@ def write(out: Path, reports: list[dict[str, Any]]) -> Path:
     path = out / "comparison.md"
     path.write_text(markdown(table), encoding="utf-8")
     return path
-
-
-def worst(codes: list[int]) -> int:
-    """The most severe of several exit statuses."""
-    return max(codes, key=lambda c: SEVERITY.index(c) if c in SEVERITY else len(SEVERITY))

@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.faults import of_action
 from mochaos.invariants.verdict import Verdict, Violation
 from mochaos.observe.history import History
 from mochaos.report.timeline import (
@@ -246,8 +247,11 @@ def _markers(history: History, violations: list[tuple[str, Violation]]) -> list[
                 continue  # retries are ticks on the claim's lane
             first_attempt.add(action.name)
         target = object_ref(action.kind, action.name) if action.name else "operator"
-        markers.append(_Marker(action.t, f"⚡ {action.action} {target}", "action"))
+        fault = of_action(action.action, action.fault)
+        what = fault.render({**fault.defaults, **action.params}, None) if fault else action.action
+        markers.append(_Marker(action.t, f"⚡ {what} {target}", "action"))
     markers += [_Marker(m.t, m.label, "scenario-marker") for m in history.markers()]
+    markers += [_Marker(e.t, e.text(), "scenario-marker") for e in history.period_edges()]
     markers += [
         _Marker(v.t, f"✗ {invariant}: {v.message}", "violation") for invariant, v in violations
     ]

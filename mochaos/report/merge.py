@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mochaos.errors import EXIT_INFRA, EXIT_OK, EXIT_OPERATOR_FAILED, UsageError
+from mochaos import exits
+from mochaos.errors import UsageError
 from mochaos.report.index import write_index
 from mochaos.report.junit import merge_junit
 from mochaos.report.summary import RESULT_FILE, SUMMARY_FILE, merge_summary, read_results
@@ -97,11 +98,8 @@ def merge(shards: list[Path], out: Path) -> Path:
 
 
 def exit_status(summary_path: Path) -> int:
-    """1 when a scenario failed, 3 when one errored (and none failed), else 0."""
-    counts = json.loads(summary_path.read_text(encoding="utf-8")).get("counts", {})
-    if counts.get("failed"):
-        return EXIT_OPERATOR_FAILED
-    return EXIT_INFRA if counts.get("error") else EXIT_OK
+    """The merged run's status by the one table (:func:`mochaos.exits.of_counts`)."""
+    return exits.of_counts(json.loads(summary_path.read_text(encoding="utf-8")).get("counts", {}))
 
 
 def verdict_table(run_folder: Path) -> dict[str, tuple[str, tuple[str, ...]]]:

@@ -15,13 +15,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mochaos.errors import EXIT_INFRA, EXIT_OK, EXIT_OPERATOR_FAILED, EXIT_USAGE, UsageError
+from mochaos import exits
+from mochaos.errors import UsageError
 from mochaos.report.junit import merge_junit
 from mochaos.report.rundir import new_run_id
 from mochaos.report.summary import OUTCOMES, SUMMARY_FILE
 
-PYTEST_NO_TESTS = 5
-PYTEST_BROKEN = {2: "interrupted", 3: "internal error", 4: "usage error"}
 MISSING = "missing"
 
 
@@ -116,16 +115,13 @@ def _read_summary(reports_dir: Path) -> tuple[dict[str, Any] | None, str]:
 
 def _run_problem(exit_code: int, summary: dict[str, Any] | None, why_missing: str) -> str:
     """Why a run as a whole cannot be trusted ("" when it can)."""
-    if exit_code in PYTEST_BROKEN:
-        return f"pytest exit {exit_code} ({PYTEST_BROKEN[exit_code]})"
+    if exit_code in exits.PYTEST_BROKE:
+        return exits.unexplained(exit_code, {})
     if summary is None:
         return f"{why_missing} (pytest exit {exit_code})"
-    outcomes = [t.get("outcome") for t in summary.get("tests", [])]
-    if not outcomes:
+    if not summary.get("tests"):
         return "summary lists no tests"
-    if exit_code == 1 and not any(o in ("failed", "error") for o in outcomes):
-        return "pytest exit 1 but no scenario failed or errored in the summary"
-    return ""
+    return exits.unexplained(exit_code, summary.get("counts") or {})
 
 
 def _pct(rate: float | None) -> str:
@@ -182,17 +178,21 @@ def _conclusion(
     runs: list[RunRecord], scenarios: list[ScenarioRecord], no_tests: bool, left: bool
 ) -> tuple[int, str]:
     if no_tests:
-        return EXIT_USAGE, "no test matched (pytest exit 5); check -k with --collect-only"
+        return exits.USAGE, "no test matched (pytest exit 5); check -k with --collect-only"
+    if any(r.exit_code == exits.PYTEST_USAGE for r in runs):
+        return exits.USAGE, "pytest refused the arguments (exit 4); see the run's output"
     if any(s.count("failed") for s in scenarios):
-        return EXIT_OPERATOR_FAILED, "the operator failed at least one scenario"
-    untrusted = any(r.problem for r in runs) or any(
-        s.count(o) for s in scenarios for o in ("error", "inconclusive", MISSING)
+        return exits.OPERATOR_FAILED, "the operator failed at least one scenario"
+    broken = any(r.problem for r in runs) or any(
+        s.count(o) for s in scenarios for o in ("error", MISSING)
     )
-    if untrusted or not scenarios:
-        return EXIT_INFRA, "no operator failure, but some runs were broken or inconclusive"
+    if broken or not scenarios:
+        return exits.INFRA, "no operator failure, but some runs or scenarios broke"
     if left:
-        return EXIT_INFRA, "every scenario passed every run, but the runs left things behind"
-    return EXIT_OK, "every scenario passed every run"
+        return exits.INFRA, "no operator failure, but the runs left things behind"
+    if any(s.count("inconclusive") for s in scenarios):
+        return exits.INCONCLUSIVE, "no operator failure, but some runs judged nothing"
+    return exits.OK, "every scenario passed every run"
 
 
 def qualify(
@@ -211,9 +211,10 @@ def qualify(
 
     Writes ``<out_root>/qual-<run-id>/`` with ``runs/<i>/`` (one pytest reports
     folder each), ``qualification.md``, ``qualification.json`` and ``junit.xml``
-    (all runs merged). Exit codes: 0 every scenario passed every run; 1 the
-    operator failed a scenario in some run; 3 broken, inconclusive or errored runs
-    (and no operator failure); 2 no test matched ``-k``. ``run_pytest`` replaces
+    (all runs merged). Exit codes (:mod:`mochaos.exits`): 0 every scenario passed every
+    run; 1 the operator failed a scenario in some run; 3 broken or errored runs (and no
+    operator failure); 6 inconclusive runs only; 2 no test matched ``-k`` or pytest
+    refused the arguments. ``run_pytest`` replaces
     the ``python -m pytest`` subprocess (a test hook). ``after_runs`` sweeps the cluster
     once the runs ended (:func:`mochaos.operator.leftovers.sweep`, as a dict): its line is
     printed and reported, and leftovers make an otherwise passing qualification exit 3.
@@ -245,7 +246,7 @@ def qualify(
         record = RunRecord(index=i, exit_code=exit_code, reports_dir=str(reports_dir))
         if summary is not None:
             record.counts = {o: int(n) for o, n in (summary.get("counts") or {}).items()}
-        if exit_code == PYTEST_NO_TESTS:
+        if exit_code == exits.NO_TESTS:
             record.problem = "no test matched (pytest exit 5)"
             no_tests = True
         else:

@@ -17,8 +17,9 @@ class ScenarioResult:
     ``detection_latency`` gives, per failed invariant, the seconds from the violation
     to its first detection by the continuous monitor during the run.
     ``outcome`` is the scenario's verdict: ``failed`` means the operator broke an
-    invariant, ``inconclusive`` that a fault missed its window, ``error`` that
-    the infrastructure failed (never the operator's fault). ``check_options`` are
+    invariant, ``inconclusive`` that the scenario judged nothing (a fault missed its
+    window or did not land, a wait timed out, nothing to judge), ``error`` that the
+    infrastructure failed or the test broke (never the operator's fault). ``check_options`` are
     the CheckOptions the verdicts were judged with (empty when none were).
     """
 

@@ -1,80 +1,53 @@
-"""One test's reports: the result when a scenario never produced one, and every file.
+"""One test's report files: its timeline and artifacts, and the result of a killed test.
 
-The scenario builds its result when it gives a verdict; a test that errored before
-(or without) a verdict gets one here. :func:`write_test_reports` writes a test's folder
-at its end: timeline, artifacts, result.json (the recorder streams the history).
+:func:`write_test_reports` writes a test's folder at its end: timeline, artifacts (the
+recorder streams the history; ``result.json`` is written once, by the plugin, when the
+test's teardown is over). :func:`write_killed` writes the result of a test whose run was
+killed before it did, for the next run's reaper.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 from mochaos.observe.history import History
 from mochaos.observe.recorder import CLUSTER_COMPONENT
 from mochaos.report.artifacts import write_artifacts, write_timeline
-from mochaos.report.result import Outcome, ScenarioResult
-from mochaos.report.summary import RESULT_FILE, write_result
-
-
-def error_result(
-    nodeid: str,
-    *,
-    outcome: Outcome,
-    message: str,
-    phase: str = "",
-    operator_target: str = "",
-    operator_version: str = "",
-    cluster_provider: str = "",
-    k8s_version: str = "",
-    seed: int | None = None,
-) -> ScenarioResult:
-    """The result of a test that ended without a verdict (error, skip, interrupted)."""
-    return ScenarioResult(
-        nodeid=nodeid,
-        outcome=outcome,
-        operator_target=operator_target,
-        operator_version=operator_version,
-        cluster_provider=cluster_provider,
-        k8s_version=k8s_version,
-        seed=seed,
-        message=message[:2000],
-        phase=phase,
-    )
+from mochaos.report.result import ScenarioResult
+from mochaos.report.summary import write_result
 
 
 def write_test_reports(
     folder: Path,
     result: ScenarioResult,
     *,
-    history: History | None,
+    history: History,
     namespace: str,
     operator_log: Path | None = None,
     audit_log: Path | None = None,
-) -> Path:
-    """Write the test's timeline, artifacts and ``result.json`` (the history itself was
-    streamed by the recorder); return the result's path. Restarts of the cluster's
-    processes seen during the test are added to the result's findings."""
+) -> None:
+    """Write the test's timeline and artifacts (the history itself was streamed by the
+    recorder) and name them in its result. Restarts of the cluster's processes seen during
+    the test are added to the result's findings."""
     folder.mkdir(parents=True, exist_ok=True)
-    if history is not None:
-        result.findings.extend(cluster_findings(history))
-        meta = {
-            "operator": f"{result.operator_target} ({result.operator_version})",
-            "cluster": f"{result.cluster_provider} {result.k8s_version}",
-            "outcome": result.outcome,
-            "seed": str(result.seed),
-            "namespace": namespace,
-        }
-        result.artifacts.update(
-            write_timeline(folder, history, result.verdicts, title=result.nodeid, meta=meta)
+    result.findings.extend(cluster_findings(history))
+    meta = {
+        "operator": f"{result.operator_target} ({result.operator_version})",
+        "cluster": f"{result.cluster_provider} {result.k8s_version}",
+        "outcome": result.outcome,
+        "seed": str(result.seed),
+        "namespace": namespace,
+    }
+    result.artifacts.update(
+        write_timeline(folder, history, result.verdicts, title=result.nodeid, meta=meta)
+    )
+    result.artifacts.update(
+        write_artifacts(
+            folder, history, result.verdicts, operator_log=operator_log,
+            audit_log=audit_log, namespace=namespace, failed=result.outcome != "passed",
         )
-        result.artifacts.update(
-            write_artifacts(
-                folder, history, result.verdicts, operator_log=operator_log,
-                audit_log=audit_log, namespace=namespace, failed=result.outcome != "passed",
-            )
-        )  # fmt: skip
-    return write_result(folder, result)
+    )  # fmt: skip
 
 
 def cluster_findings(history: History) -> list[str]:
@@ -82,11 +55,16 @@ def cluster_findings(history: History) -> list[str]:
     return [m.label for m in history.markers() if m.component == CLUSTER_COMPONENT]
 
 
-def add_findings(folder: Path, findings: list[str]) -> None:
-    """Append teardown findings to a test's ``result.json`` (written before teardown)."""
-    path = folder / RESULT_FILE
-    if not findings or not path.is_file():
-        return
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["findings"] = [*data.get("findings", []), *findings]
-    write_result(folder, ScenarioResult.from_dict(data))
+def write_killed(folder: Path, kept: dict[str, Any] | None, findings: list[str]) -> None:
+    """The result of a test whose run was killed before it wrote it: the result it had
+    made (or an error saying it was killed before its end), with the findings of the
+    teardown the reaper finished."""
+    if kept is not None:
+        result = ScenarioResult.from_dict(kept)
+    else:
+        result = ScenarioResult(
+            nodeid=folder.name, outcome="error", phase="killed",
+            message="the run was killed before this test ended; the next run cleaned up",
+        )  # fmt: skip
+    result.findings.extend(findings)
+    write_result(folder, result)

@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, CLAIMSET_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.faults import of_action
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe import vocabulary
-from mochaos.observe.history import ActionRecord, Change, History, LogRecord
+from mochaos.observe.history import ActionRecord, Change, History, LogRecord, PeriodEdge
 from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_retries
 
 SHORT_KIND = {"CNClaim": "claim", "CNClaimSet": "claimset", "Pod": "pod", "CNPool": "pool"}
@@ -203,22 +204,19 @@ def _caused_by(action: ActionRecord, prev: dict[str, Any] | None, change: Change
 
     A write that changed nothing gets back the object's current resourceVersion,
     which belongs to someone else's change; checking the expected effect keeps
-    that change visible.
+    that change visible. A fault's effect is its kind's (mochaos.faults).
     """
     kind = _CANONICAL_KIND.get(action.kind.lower(), action.kind) if action.kind else ""
     if (kind and kind != change.kind) or (action.name and action.name != change.name):
         return False
     cur = change.obj
+    fault = of_action(action.action, action.fault)
+    if fault is not None and fault.effect is not None:
+        return fault.effect(prev, None if change.event == "DELETED" else cur, action.params)
     if action.action == "request_migration":
         return any(
             _get(prev, "spec", key) != _get(cur, "spec", key) for key in ("podName", "sourcePod")
         )
-    if action.action == "scale_claimset":
-        return _get(prev, "spec", "replicas") != _get(cur, "spec", "replicas")
-    if action.action in ("delete_pod", "delete_claim"):
-        return change.event == "DELETED" or (deleting(cur) and not deleting(prev or {}))
-    if action.action == "remove_label":
-        return labels_of(prev or {}) != labels_of(cur)
     if action.action == "create":
         return prev is None
     return True
@@ -235,27 +233,17 @@ def _window_text(action: ActionRecord) -> str:
 def _action_text(action: ActionRecord, effect: tuple[dict[str, Any] | None, Change] | None) -> str:
     params = action.params
     prev = effect[0] if effect else None
-    match action.action:
-        case "request_migration":
-            text = f"request migration pod/{params.get('source')} → pod/{params.get('target')}"
-        case "scale_claimset":
-            old = _get(prev, "spec", "replicas")
-            old_text = f"{old} → " if old is not None else ""
-            text = f"scale replicas {old_text}{params.get('replicas')}"
-        case "delete_pod" | "delete_claim":
-            text = "delete"
-        case "remove_label":
-            text = f"remove label {params.get('key', '')}".rstrip()
-        case "pause_operator":
-            text = f"pause operator for {params.get('seconds')} s"
-        case "restart_operator" | "kill_operator":
-            text = action.action.replace("_", " ")
-        case "create":
-            replicas = _get(effect[1].obj, "spec", "replicas") if effect else None
-            text = "create" if replicas is None else f"create (replicas {replicas})"
-        case _:
-            args = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
-            text = f"{action.action}({args})"
+    fault = of_action(action.action, action.fault)
+    if fault is not None:
+        text = fault.render({**fault.defaults, **params}, prev)
+    elif action.action == "request_migration":
+        text = f"request migration pod/{params.get('source')} → pod/{params.get('target')}"
+    elif action.action == "create":
+        replicas = _get(effect[1].obj, "spec", "replicas") if effect else None
+        text = "create" if replicas is None else f"create (replicas {replicas})"
+    else:
+        args = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+        text = f"{action.action}({args})"
     if action.error:
         text += f" FAILED: {action.error}"
     return text + _window_text(action)
@@ -604,8 +592,27 @@ def build_rows(history: History, verdicts: Sequence[Verdict]) -> list[TimelineRo
     for marker in history.markers():
         text = MARKER_TEXT.get(marker.label, marker.label)
         rows.add(marker.seq, marker.t, marker.component, "–", text)
+    _period_rows(rows, history)
     _violation_rows(rows, history, verdicts)
     return rows.sorted()
+
+
+def _period_rows(rows: _Rows, history: History) -> None:
+    """One row per end of a period, in its kind's words (an end says how long it lasted)."""
+    opened: dict[tuple[str, str], float] = {}
+    for edge in history.period_edges():
+        key = (edge.period, edge.subject)
+        if edge.edge == "start":
+            opened.setdefault(key, edge.t)
+            text = edge.text()
+        else:
+            start = opened.pop(key, None)
+            text = edge.text(None if start is None else edge.t - start)
+        rows.add(edge.seq, edge.t, edge.component, _period_object(edge), text)
+
+
+def _period_object(edge: PeriodEdge) -> str:
+    return "operator" if edge.component == "operator" else "–"
 
 
 # --------------------------------------------------------------------------

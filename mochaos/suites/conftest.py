@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.recipes import SeedTopology
-from mochaos.scenario.workloads import MIGRATION
+from mochaos.scenario import MIGRATION, Scenario, SeedTopology
 
 
 @pytest.fixture

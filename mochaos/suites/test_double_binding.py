@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import claim_bound
-from mochaos.scenario.workloads import BIND
+from mochaos.scenario import BIND, Scenario, claim_bound, pause_operator
 
 pytestmark = pytest.mark.scenario
 
@@ -20,9 +18,6 @@ def test_double_binding_during_migration(scenario: Scenario):
     """Y's Bind must skip the pod X's migration already names."""
     sc = scenario
     bind = BIND.setup(sc)
-    sc.pause_operator(max(sc.options.scaled(10), 2.0))
+    sc.inject(pause_operator(seconds=max(sc.options.scaled(10), 2.0)))
     BIND.drive(sc, bind)
-    sc.wait(claim_bound(bind.y), timeout=sc.waits.bind)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    sc.when(claim_bound(bind.y), timeout=sc.waits.bind)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import target_bound
+from mochaos.scenario import Scenario, delete_pod, target_bound
 
 pytestmark = pytest.mark.scenario
 
@@ -18,12 +17,10 @@ pytestmark = pytest.mark.scenario
 def test_delete_target_pod_during_migration(scenario: Scenario):
     """Delete the migration's target pod the moment it is Bound for the claim."""
     sc = scenario
-    sc.pool("pool", max_idle=2)  # a CNPool; waits until 2 pods are Idle
-    x = sc.claim("x")  # a standalone CNClaim; waits until it is Bound
+    sc.topology.pool("pool", max_idle=2)  # a CNPool; waits until 2 pods are Idle
+    x = sc.topology.claim("x")  # a standalone CNClaim; waits until it is Bound
     migration = sc.agent.request_migration(x)  # an Idle target, picked with the run's seed
     bound = sc.when(target_bound(x, migration.target), timeout=sc.waits.migration_phase)
-    sc.delete_pod(migration.target, trigger=bound)  # must land while the target is Bound
+    sc.inject(delete_pod(migration.target), trigger=bound)  # must land while it is Bound
     migration.stop.set()  # the agent sees its target gone and stops re-sending the patch
-    sc.settle()  # until nothing moves and no deletion/migration is in flight
-    sc.epilogue()  # standalone claims deleted: every pod back to the pool
-    sc.verdict()  # invariants + window check: passes, fails the test, or Inconclusive
+    # The fixture ends the scenario: settle, epilogue (every pod back to the pool), verdict.

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import source_draining
-from mochaos.scenario.recipes import SeedTopology
-from mochaos.scenario.workloads import MIGRATION
+from mochaos.scenario import (
+    FINALIZE_ATTEMPT,
+    MIGRATION,
+    Scenario,
+    SeedTopology,
+    restart_operator,
+    scale_claimset,
+    source_draining,
+)
 
 pytestmark = pytest.mark.scenario
 
@@ -23,9 +27,6 @@ def test_operator_restart_during_finalize(scenario: Scenario, seed: SeedTopology
     sc = scenario
     MIGRATION.drive(sc, seed)
     draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
-    sc.scale_claimset("s1", replicas=1, trigger=draining)
+    sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
     finalizing = sc.when_logged(FINALIZE_ATTEMPT, timeout=sc.waits.log_line)
-    sc.restart_operator(trigger=finalizing)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    sc.inject(restart_operator(), trigger=finalizing)

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.ctrl.objects import CLAIMED_BY_LABEL, labels_of
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import named
-from mochaos.scenario.workloads import POD_LOSS
+from mochaos.scenario import POD_LOSS, Scenario, pod_unlabelled, remove_label
 
 pytestmark = pytest.mark.scenario
 
@@ -20,25 +17,12 @@ def test_pod_lost_while_bound(scenario: Scenario):
     """B3: the bound pod is deleted; the claim must not keep pointing at it."""
     sc = scenario
     POD_LOSS.drive(sc, POD_LOSS.setup(sc))
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
 
 
 def test_label_removed_then_pod_deleted(scenario: Scenario):
     """B4: the pod loses its claimed-by label first, then is deleted: is the claim told?"""
     sc = scenario
     lost = POD_LOSS.setup(sc)
-    pod = lost.pod
-    sc.remove_label(pod, key=CLAIMED_BY_LABEL)
-    unlabelled = sc.when(
-        named(
-            f"pod {pod} has no {CLAIMED_BY_LABEL}",
-            lambda s: (p := s.get("Pod", pod)) is not None and CLAIMED_BY_LABEL not in labels_of(p),
-        ),
-        timeout=sc.waits.bind,
-    )
+    sc.inject(remove_label(lost.pod))
+    unlabelled = sc.when(pod_unlabelled(lost.pod), timeout=sc.waits.bind)
     POD_LOSS.lose_pod(sc, lost, trigger=unlabelled)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()

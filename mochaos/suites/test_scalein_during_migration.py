@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import MIGRATION_PHASES, source_draining
-from mochaos.scenario.recipes import SeedTopology
-from mochaos.scenario.workloads import MIGRATION, MIGRATION_RACE
+from mochaos.scenario import (
+    MIGRATION,
+    MIGRATION_PHASES,
+    MIGRATION_RACE,
+    Scenario,
+    SeedTopology,
+    scale_claimset,
+    source_draining,
+)
 
 pytestmark = pytest.mark.scenario
 
@@ -24,10 +29,7 @@ def test_scalein_during_migration(scenario: Scenario, seed: SeedTopology):
     sc = scenario
     MIGRATION.drive(sc, seed)
     draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
-    sc.scale_claimset("s1", replicas=1, trigger=draining)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
 
 
 def test_scalein_during_migration_race(scenario: Scenario):
@@ -36,10 +38,7 @@ def test_scalein_during_migration_race(scenario: Scenario):
     race = MIGRATION_RACE.setup(sc)
     MIGRATION_RACE.drive(sc, race)
     draining = sc.when(source_draining(race.x, race.a), timeout=sc.waits.migration_phase)
-    sc.scale_claimset("s1", replicas=1, trigger=draining)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
 
 
 @pytest.mark.parametrize("phase", list(MIGRATION_PHASES))
@@ -50,7 +49,4 @@ def test_scalein_during_migration_sweep(scenario: Scenario, seed: SeedTopology, 
     reached = sc.when(
         MIGRATION_PHASES[phase](seed.x, seed.a, seed.b), timeout=sc.waits.migration_phase
     )
-    sc.scale_claimset("s1", replicas=1, trigger=reached)
-    sc.settle()
-    sc.epilogue()
-    sc.verdict()
+    sc.inject(scale_claimset("s1", replicas=1), trigger=reached)

@@ -8,9 +8,11 @@ tested on the model in ``test_explore_model.py``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+from mochaos import exits
 from mochaos.explore.plan import batch_runs, case_of_test, load
 from mochaos.invariants.verdict import Verdict
 from mochaos.report.result import ScenarioResult
@@ -46,13 +48,11 @@ class FakePytest:
         exploration = load(batch)
         run_dir = create_run_dir(reports, new_run_id())
         ran = []
-        failed = False
         for test_id, case in batch_runs(exploration):
             nodeid = f"mochaos/explore/test_explore.py::test_explore[{test_id}]"
             folder = test_dir(run_dir, nodeid)
             outcome, invariants, bugs = self.policy(case.id, self._made.get(case.id, 0))
             self._made[case.id] = self._made.get(case.id, 0) + 1
-            failed |= outcome == "failed"
             if case_of_test(test_id) == "learn":
                 migration_learn_run().to_jsonl(folder / "history.jsonl")
             result = ScenarioResult(
@@ -63,6 +63,6 @@ class FakePytest:
             )  # fmt: skip
             write_result(folder, result)
             ran.append(test_id)
-        merge_summary(run_dir, meta={})
+        summary = merge_summary(run_dir, meta={})
         self.batches.append(ran)
-        return 1 if failed else 0
+        return exits.of_counts(json.loads(summary.read_text())["counts"])

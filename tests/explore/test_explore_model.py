@@ -57,14 +57,14 @@ def test_explore_rediscovers_the_seed_race_on_upstream_and_nothing_on_fixed(
 
 
 def test_the_pytest_entry_collects_one_test_per_case(tmp_path):
-    from mochaos.explore.faults import Fault
+    from mochaos.explore.faults import RoleFault
     from mochaos.explore.plan import Case, Exploration, Step
     from mochaos.explore.points import extract
 
     from .histories import migration_learn_run
 
     points = extract(migration_learn_run())
-    cases = [Case(steps=()), Case(steps=(Step("p03", Fault("scale-in", "migrating set")),))]
+    cases = [Case(steps=()), Case(steps=(Step("p03", RoleFault("scale-in", "migrating set")),))]
     path = Exploration(
         workload="migration", target={"operator": "model:fixed"}, points=points,
         cases={c.id: c for c in cases},

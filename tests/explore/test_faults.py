@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from mochaos.errors import UsageError
-from mochaos.explore.faults import FAULTS, Fault, applicable, parse_fault_kinds
+from mochaos.explore.faults import EXPLORED, RoleFault, applicable, parse_fault_kinds
 from mochaos.explore.points import extract
 
 from .histories import migration_learn_run
 
-ALL = tuple(FAULTS)
+ALL = tuple(EXPLORED)
 
 
 def _point(label: str):
@@ -28,7 +28,7 @@ def test_a_pod_point_gets_its_own_faults_those_of_the_claims_naming_it_and_the_o
 
 
 def test_the_seed_race_is_a_cell_of_the_default_matrix():
-    assert Fault("scale-in", "migrating set") in applicable(
+    assert RoleFault("scale-in", "migrating set") in applicable(
         _point("source pod: phase Bound → Draining"), ALL
     )
 
@@ -60,11 +60,11 @@ def test_faults_picks_kinds_and_refuses_unknown_ones():
     assert parse_fault_kinds("") == ALL
     assert parse_fault_kinds("scale-in, restart") == ("scale-in", "restart")
     faults = applicable(_point("source pod: phase Bound → Draining"), ("scale-in",))
-    assert faults == [Fault("scale-in", "migrating set")]
+    assert faults == [RoleFault("scale-in", "migrating set")]
     with pytest.raises(UsageError, match="unknown fault nap"):
         parse_fault_kinds("scale-in,nap")
 
 
 def test_slugs_are_test_ids():
-    assert Fault("scale-in", "migrating set").slug == "scale-in.migrating-set"
-    assert Fault("restart").slug == "restart"
+    assert RoleFault("scale-in", "migrating set").slug == "scale-in.migrating-set"
+    assert RoleFault("restart").slug == "restart"

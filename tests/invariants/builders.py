@@ -20,7 +20,17 @@ from mochaos.ctrl.objects import (
     PHASE_LABEL,
     POOL_NAME_LABEL,
 )
-from mochaos.observe.history import ActionRecord, Change, Entry, History, LogRecord, Marker
+from mochaos.faults import of_action
+from mochaos.observe.history import (
+    ActionRecord,
+    Change,
+    Entry,
+    History,
+    LogRecord,
+    Marker,
+    PeriodEdge,
+    PeriodKind,
+)
 
 KEEP: Any = object()
 """Default of every field argument: keep the object's previous value."""
@@ -206,8 +216,10 @@ class HistoryBuilder:
         params: dict[str, Any] | None = None,
         intent: bool = False,
     ) -> ActionRecord:
-        """Emit one of our own action records (the agent's for request_migration)."""
+        """Emit one of our own action records (the agent's for request_migration; a fault's
+        own action names its fault kind, as the write path records it)."""
         component = "agent" if action == "request_migration" else "chaos"
+        fault = of_action(action, None)
         record = ActionRecord(
             self._next_seq(),
             self.t,
@@ -218,9 +230,20 @@ class HistoryBuilder:
             write_rv=write_rv,
             component=component,
             intent=intent,
+            fault=fault.name if fault is not None else None,
         )
         self.entries.append(record)
         return record
+
+    def period(
+        self, kind: PeriodKind, edge: str, subject: str, reason: str = "", *, component: str = ""
+    ) -> PeriodEdge:
+        """Emit one end (``"start"`` or ``"end"``) of a period of ``kind``."""
+        entry = PeriodEdge(self._next_seq(), self.t, kind.name, edge, subject, reason,
+                           component or ("operator" if kind.name == "operator-freeze"
+                                         else "cluster"))  # fmt: skip
+        self.entries.append(entry)
+        return entry
 
     def marker(self, label: str) -> Marker:
         """Emit a scenario marker."""

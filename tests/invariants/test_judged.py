@@ -20,14 +20,11 @@ from mochaos.invariants.judged import (
     periods,
 )
 from mochaos.observe.history import (
-    APISERVER_AVAILABLE,
-    APISERVER_UNAVAILABLE,
-    DEPENDENCY_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
+    APISERVER_OUTAGE,
+    DEPENDENCY_OUTAGE,
+    OPERATOR_FREEZE,
     History,
-    Marker,
+    PeriodEdge,
 )
 
 from .builders import HistoryBuilder, bind, ticks
@@ -88,13 +85,13 @@ def test_a_real_double_binding_is_still_caught():
 
 
 def outage(b: HistoryBuilder, start: float, end: float) -> None:
-    b.at(start).marker(APISERVER_UNAVAILABLE)
-    b.at(end).marker(f"{APISERVER_AVAILABLE} after {end - start:.1f}s")
+    b.at(start).period(APISERVER_OUTAGE, "start", "apiserver")
+    b.at(end).period(APISERVER_OUTAGE, "end", "apiserver")
 
 
 def scaled(converged_at: float, *, outage_from: float | None = None) -> History:
     """S1 scaled to 2 at 0, converging at ``converged_at``; a 40 s outage from
-    ``outage_from`` (as the recorder's probe marks it)."""
+    ``outage_from`` (as the recorder's probe records it)."""
     b = HistoryBuilder()
     b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)
     if outage_from is not None:
@@ -132,32 +129,61 @@ def test_the_operator_clock():
     assert still_down.wall_time(10) == 10
 
 
-def test_outages_are_read_from_the_markers():
+def test_outages_are_read_from_the_typed_periods():
     b = HistoryBuilder()
     outage(b, 10, 20)
-    b.at(25).marker(APISERVER_UNAVAILABLE)
-    b.at(26).marker(APISERVER_UNAVAILABLE)  # the probe restarted: still the same outage
+    b.at(25).period(APISERVER_OUTAGE, "start", "apiserver")
+    b.at(26).period(APISERVER_OUTAGE, "start", "apiserver")  # the probe restarted: the same
     history = b.build()
     assert OperatorClock.of(history).outages == ((10, 20), (25, math.inf))
-    assert all(isinstance(m, Marker) for m in history)
+    assert all(isinstance(m, PeriodEdge) for m in history)
+
+
+def test_a_marker_worded_as_a_period_is_no_period():
+    """Periods are data: a marker (a scenario's own, or the prose of an earlier version)
+    that reads like one changes neither the clock nor the verdict."""
+    b = HistoryBuilder()
+    b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)
+    b.at(20).marker("cluster: apiserver unavailable")
+    b.at(20).marker("cluster: dependency unavailable: kruise (not running)")
+    b.at(60).marker("cluster: apiserver available again after 40.0s")
+    b.at(90).claimset("S1", status_replicas=2, ready=2)
+    ticks(b, 91, 200, every=5)
+    history = History(sorted(b.entries, key=lambda e: e.t))
+    assert OperatorClock.of(history).outages == ()
+    assert dependency_outages(history) == []
+    assert "replicas-converge" in failed(history)
+
+
+def test_a_reworded_period_text_changes_no_verdict(monkeypatch):
+    """How a report words a period is its kind's text, read by nothing that judges."""
+    from mochaos.observe import history as history_module
+
+    before = failed(scaled(90, outage_from=20))
+    reworded = replace(
+        history_module.APISERVER_OUTAGE,
+        start_text="the API went away", end_text="the API is back ({seconds}s later)",
+    )  # fmt: skip
+    monkeypatch.setitem(history_module.PERIOD_KINDS, "apiserver-outage", reworded)
+    assert failed(scaled(90, outage_from=20)) == before
 
 
 def dependency_down(b: HistoryBuilder, name: str, start: float, end: float | None) -> None:
-    b.at(start).marker(f"{DEPENDENCY_UNAVAILABLE}: {name} (not running)")
+    b.at(start).period(DEPENDENCY_OUTAGE, "start", name, "not running")
     if end is not None:
-        b.at(end).marker(f"{DEPENDENCY_AVAILABLE}: {name} after {end - start:.1f}s")
+        b.at(end).period(DEPENDENCY_OUTAGE, "end", name)
 
 
 def frozen(b: HistoryBuilder, start: float, end: float, pid: int = 42) -> None:
-    b.at(start).marker(f"{OPERATOR_FROZEN}: {pid} (SIGSTOP)")
-    b.at(end).marker(f"{OPERATOR_THAWED} after {end - start:.1f}s")
+    b.at(start).period(OPERATOR_FREEZE, "start", str(pid), "SIGSTOP")
+    b.at(end).period(OPERATOR_FREEZE, "end", str(pid))
 
 
 def test_dependency_outages_are_read_per_dependency():
     b = HistoryBuilder()
     dependency_down(b, "matrixone", 10, None)
     dependency_down(b, "kruise", 12, 15)
-    b.at(30).marker(f"{DEPENDENCY_AVAILABLE}: matrixone after 20.0s")
+    b.at(30).period(DEPENDENCY_OUTAGE, "end", "matrixone")
     dependency_down(b, "kruise", 40, None)
     assert dependency_outages(b.build()) == [
         Period(10, 30, "matrixone", "not running"),
@@ -194,22 +220,22 @@ def test_a_freeze_the_framework_made_is_its_pause_fault_any_other_is_external():
     assert [(f.start, f.end, f.what) for f in external_freezes(history)] == [(40, 48, "42")]
 
 
-def test_an_apiserver_outage_and_a_thaw_name_no_subject_a_dependency_and_a_freeze_do():
+def test_each_kind_of_period_is_read_per_subject():
     b = HistoryBuilder()
     outage(b, 10, 20)
     dependency_down(b, "kruise", 12, 15)
     frozen(b, 30, 31.5)
     history = b.build()
-    assert periods(history, APISERVER_UNAVAILABLE, APISERVER_AVAILABLE) == [Period(10, 20, "", "")]
+    assert periods(history, APISERVER_OUTAGE) == [Period(10, 20, "apiserver", "")]
     assert dependency_outages(history) == [Period(12, 15, "kruise", "not running")]
     assert freezes(history) == [Period(30, 31.5, "42", "SIGSTOP")]
 
 
 def test_an_end_with_no_period_open_is_ignored():
     b = HistoryBuilder()
-    b.at(5).marker(f"{OPERATOR_THAWED} after 1.0s")  # its start not recorded
+    b.at(5).period(OPERATOR_FREEZE, "end", "42")  # its start not recorded
     frozen(b, 10, 12)
-    b.at(13).marker(f"{APISERVER_AVAILABLE} after 2.0s")
+    b.at(13).period(APISERVER_OUTAGE, "end", "apiserver")
     history = b.build()
     assert freezes(history) == [Period(10, 12, "42", "SIGSTOP")]
     assert OperatorClock.of(history).outages == ((10, 12),)
@@ -252,8 +278,8 @@ def test_a_pause_covers_freezes_within_its_slack_at_either_end():
             if what == "pause":
                 b.at(t).action("pause_operator", kind="Operator", name="operator", params=params)
             else:
-                b.at(t).marker(f"{OPERATOR_FROZEN}: 42 (SIGSTOP)")
-        b.at(end).marker(f"{OPERATOR_THAWED} after {end - start:.1f}s")
+                b.at(t).period(OPERATOR_FREEZE, "start", "42", "SIGSTOP")
+        b.at(end).period(OPERATOR_FREEZE, "end", "42")
 
     frozen(b, 2, 4)  # before any pause
     pause_then_freeze(10, 9, 16, seconds=5)  # from 1 s before it to 1 s after its end: the pause

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mochaos.config import CheckOptions
-from mochaos.scenario.checker import Monitor
+from mochaos.scenario._checker import Monitor
 
 from .synthetic import synthetic
 from journal_standin import RevealedJournal

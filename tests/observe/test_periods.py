@@ -1,4 +1,5 @@
-"""The probes that mark a dependency's outages and the operator's freezes."""
+"""The probes that record a dependency's outages and the operator's freezes (as typed
+period ends: edge, subject, reason, time)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,27 @@ import subprocess
 import sys
 import threading
 
-from mochaos.observe.history import (
-    DEPENDENCY_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
-)
-from mochaos.observe.periods import stopped, watch_dependency, watch_freezes
+from mochaos.observe.periods import stopped, watch, watch_freezes
 
 from polling import wait_until
 
 
+def _recorder(marks: list[tuple[str, str, float]]):
+    def edge(which: str, *, reason: str = "", t: float, subject: str = "") -> None:
+        marks.append((which, f"{subject}{' ' if subject else ''}{reason}".strip(), t))
+
+    return edge
+
+
+def watch_dependency(name: str, check, edge, stop: threading.Event) -> None:
+    """One dependency's watch, as the recorder runs it (the subject is its name)."""
+    watch(check, edge=lambda which, **kw: edge(which, subject=name, **kw), stop=stop)
+
+
 def _watching(target, *args):
-    marks: list[tuple[str, float]] = []
+    marks: list[tuple[str, str, float]] = []
     stop = threading.Event()
-
-    def mark(label: str, t: float) -> None:
-        marks.append((label, t))
-
-    thread = threading.Thread(target=target, args=(*args, mark, stop), daemon=True)
+    thread = threading.Thread(target=target, args=(*args, _recorder(marks), stop), daemon=True)
     thread.start()
     return marks, stop, thread
 
@@ -42,9 +45,9 @@ def test_a_dependency_down_then_back_is_one_pair_of_markers():
     finally:
         stop.set()
         thread.join()
-    (down, t0), (up, t1) = marks
-    assert down == f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"
-    assert up.startswith(f"{DEPENDENCY_AVAILABLE}: matrixone after ") and t1 >= t0
+    (down, why, t0), (up, subject, t1) = marks
+    assert (down, why) == ("start", "matrixone not running")
+    assert (up, subject) == ("end", "matrixone") and t1 >= t0
 
 
 def test_a_recovery_just_before_the_stop_is_marked():
@@ -57,31 +60,30 @@ def test_a_recovery_just_before_the_stop_is_marked():
         why[0] = None  # back, and the watch told to stop before its next periodic probe
         stop.set()
         thread.join()
-    (down, _), (up, _) = marks
-    assert down == f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"
-    assert up.startswith(f"{DEPENDENCY_AVAILABLE}: matrixone after "), marks
+    assert [(edge, what) for edge, what, _ in marks] == [
+        ("start", "matrixone not running"), ("end", "matrixone"),
+    ]  # fmt: skip
 
 
 def test_what_holds_when_the_watch_starts_is_marked_before_any_period():
-    marks: list[tuple[str, float]] = []
+    marks: list[tuple[str, str, float]] = []
     stop = threading.Event()
     stop.set()  # told to stop at once: its one probe is both its first and its last
-    watch_dependency("kruise", lambda: "not running", lambda lb, t: marks.append((lb, t)), stop)
-    assert [label for label, _ in marks] == [f"{DEPENDENCY_UNAVAILABLE}: kruise (not running)"]
+    watch_dependency("kruise", lambda: "not running", _recorder(marks), stop)
+    assert [(e, w) for e, w, _ in marks] == [("start", "kruise not running")]
 
 
 def test_a_failure_that_begins_at_the_stop_is_marked():
     stop = threading.Event()
-    marks: list[tuple[str, float]] = []
+    marks: list[tuple[str, str, float]] = []
     check = lambda: "not running" if stop.is_set() else None  # noqa: E731
     thread = threading.Thread(
-        target=watch_dependency,
-        args=("matrixone", check, lambda lb, t: marks.append((lb, t)), stop),
+        target=watch_dependency, args=("matrixone", check, _recorder(marks), stop)
     )
     thread.start()
     stop.set()
     thread.join()
-    assert [label for label, _ in marks] == [f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"]
+    assert [(e, w) for e, w, _ in marks] == [("start", "matrixone not running")]
 
 
 def test_a_period_still_open_at_the_stop_stays_open():
@@ -91,7 +93,7 @@ def test_a_period_still_open_at_the_stop_stays_open():
     finally:
         stop.set()
         thread.join()
-    assert [label for label, _ in marks] == [f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)"]
+    assert [(e, w) for e, w, _ in marks] == [("start", "matrixone not running")]
 
 
 def test_a_check_that_raises_counts_as_down():
@@ -104,7 +106,7 @@ def test_a_check_that_raises_counts_as_down():
     finally:
         stop.set()
         thread.join()
-    assert marks[0][0] == f"{DEPENDENCY_UNAVAILABLE}: kruise (OSError: connection refused)"
+    assert marks[0][:2] == ("start", "kruise OSError: connection refused")
 
 
 def test_a_stopped_process_is_a_freeze_with_its_window():
@@ -123,6 +125,5 @@ def test_a_stopped_process_is_a_freeze_with_its_window():
     finally:
         proc.kill()
         proc.wait()
-    assert marks[0][0] == f"{OPERATOR_FROZEN}: {proc.pid} (SIGSTOP)"
-    assert marks[1][0].startswith(f"{OPERATOR_THAWED} after ")
+    assert [m[:2] for m in marks] == [("start", f"{proc.pid} SIGSTOP"), ("end", str(proc.pid))]
     assert stopped(lambda: None)() is None  # no process (killed, a container): no freeze

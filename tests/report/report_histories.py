@@ -26,7 +26,15 @@ from mochaos.ctrl.objects import (
     POOL_NAME_LABEL,
 )
 from mochaos.invariants.verdict import Verdict, Violation
-from mochaos.observe.history import ActionRecord, Change, History, LogRecord, Marker
+from mochaos.observe.history import (
+    ActionRecord,
+    Change,
+    History,
+    LogRecord,
+    Marker,
+    PeriodEdge,
+    PeriodKind,
+)
 from mochaos.report.result import ScenarioResult
 
 DATA = Path(__file__).with_name("data")
@@ -138,6 +146,13 @@ class HistoryBuilder:
     def marker(self, label: str) -> Marker:
         """Record a scenario marker."""
         rec = Marker(seq=self._next_seq(), t=self.t, label=label)
+        self.entries.append(rec)
+        return rec
+
+    def period(self, kind: PeriodKind, edge: str, subject: str, reason: str = "") -> PeriodEdge:
+        """Record one end of a period of ``kind``."""
+        component = "operator" if kind.name == "operator-freeze" else "cluster"
+        rec = PeriodEdge(self._next_seq(), self.t, kind.name, edge, subject, reason, component)
         self.entries.append(rec)
         return rec
 

@@ -38,12 +38,6 @@ def test_a_scenario_one_target_did_not_run_is_shown_as_such():
     assert table["rows"][0]["targets"]["b"]["verdict"] == "not run"
 
 
-def test_the_worst_exit_status_wins():
-    assert compare.worst([0, 1]) == 1
-    assert compare.worst([1, 3]) == 3
-    assert compare.worst([0, 2, 3]) == 2
-
-
 def test_the_sweep_between_targets_gives_a_line_per_target(tmp_path: Path):
     first = report("source:op@a", scenario("x", "pass")) | {
         "after_runs": {"line": "after source:op@a: nothing left (…); removed 11 CRDs (a)"}

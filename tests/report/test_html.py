@@ -54,7 +54,7 @@ def test_page_is_self_contained_and_has_one_lane_per_claim_and_pod(seed_history,
     for external in ("http:", "https:", "src=", "<link", "@import", "url("):
         assert external not in page
     assert page.count('class="violated"') == 3  # claims X, Z and pod B
-    assert "⚡ scale_claimset claimset/S1" in page
+    assert "⚡ scale replicas 1 claimset/S1" in page  # in the fault table's words
     assert "✗ finalizer-completes" in page
 
 

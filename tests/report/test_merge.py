@@ -113,7 +113,7 @@ def test_nothing_to_merge_is_the_users(tmp_path: Path):
 @pytest.mark.parametrize(
     ("outcomes", "status"),
     [({"test_a": "failed", "test_b": "error"}, 1), ({"test_a": "passed", "test_b": "error"}, 3),
-     ({"test_a": "passed", "test_b": "inconclusive"}, 0)],
+     ({"test_a": "passed", "test_b": "inconclusive"}, 6), ({"test_a": "passed"}, 0)],
 )  # fmt: skip
 def test_the_command_exits_with_the_worst_verdict(tmp_path, capsys, outcomes, status):
     shard = write_shard(tmp_path / "s", outcomes)

@@ -1,10 +1,12 @@
 """Qualification aggregation, driven by a fake pytest that writes summary files."""
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from mochaos import exits
 from mochaos.errors import UsageError
 from mochaos.invariants.verdict import Verdict
 from mochaos.report import rundir
@@ -55,7 +57,7 @@ class FakePytest:
         Path(args[args.index("--junitxml") + 1]).write_text(junit)
         if self.exits[i] is not None:
             return self.exits[i]
-        return 1 if any(o in ("failed", "error") for o in outcomes.values()) else 0
+        return exits.of_counts(Counter(outcomes.values()))
 
 
 @pytest.fixture
@@ -140,22 +142,29 @@ def test_one_failed_run_makes_the_scenario_flaky_and_exits_1(tmp_path, suites):
 
 
 @pytest.mark.parametrize(
-    ("plan", "exits", "no_summary", "problem"),
+    ("plan", "codes", "no_summary", "problem"),
     [
         ([{"a": "passed"}, {"a": "error"}], None, (), ""),
-        ([{"a": "passed"}, {"a": "inconclusive"}], None, (), ""),
-        ([{"a": "passed"}, {"a": "passed"}], [0, 3], (), "pytest exit 3 (internal error)"),
+        ([{"a": "passed"}, {"a": "passed"}], [0, 3], (), "pytest exit 3, but its summary's"),
         ([{"a": "passed"}, {"a": "passed"}], [0, 2], (), "pytest exit 2 (interrupted)"),
-        ([{"a": "passed"}, {"a": "passed"}], [0, 1], (), "pytest exit 1 but no scenario"),
+        ([{"a": "passed"}, {"a": "passed"}], [0, 1], (), "pytest exit 1, but its summary's"),
         ([{"a": "passed"}, {"a": "passed"}], None, (1,), "no summary.json written"),
     ],
 )
-def test_broken_or_inconclusive_runs_exit_3(tmp_path, suites, plan, exits, no_summary, problem):
-    fake = FakePytest(plan, exits, no_summary=no_summary)
+def test_broken_runs_exit_3(tmp_path, suites, plan, codes, no_summary, problem):
+    fake = FakePytest(plan, codes, no_summary=no_summary)
     code, _, report = _qualify(tmp_path, suites, fake)
     assert code == 3
     assert report["runs"][0]["problem"] == ""
     assert report["runs"][1]["problem"].startswith(problem)
+
+
+def test_runs_that_only_judged_nothing_exit_6(tmp_path, suites):
+    fake = FakePytest([{"a": "passed"}, {"a": "inconclusive"}])
+    code, _, report = _qualify(tmp_path, suites, fake)
+    assert code == 6
+    assert [r["problem"] for r in report["runs"]] == ["", ""]
+    assert report["conclusion"] == "no operator failure, but some runs judged nothing"
 
 
 def test_a_scenario_missing_from_a_run_is_counted_apart(tmp_path, suites):

@@ -8,7 +8,7 @@ import pytest
 
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL
 from mochaos.invariants.verdict import Verdict, Violation
-from mochaos.observe.history import OPERATOR_FROZEN, OPERATOR_THAWED, History
+from mochaos.observe.history import APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, History
 from mochaos.report.result import ScenarioResult
 from mochaos.report.timeline import build_rows, render_markdown
 
@@ -333,14 +333,32 @@ def test_the_real_operators_object_reference_names_the_bound_pod():
     assert [r.event for r in rows if r.component == "operator"] == ["CN bind success: pod/A"]
 
 
-def test_the_pause_faults_window_shows_from_the_freeze_markers():
+def test_the_pause_faults_window_shows_from_the_freeze_period():
     b = HistoryBuilder()
-    b.at(10).action("pause_operator", "Operator", "operator", params={"seconds": 5.0})
-    b.at(10.1).marker(f"{OPERATOR_FROZEN}: 42 (SIGSTOP)")
-    b.at(15.2).marker(f"{OPERATOR_THAWED} after 5.1s")
+    b.at(10).action("pause_operator", "Operator", "operator", params={"seconds": 5.0},
+                    fault="pause")  # fmt: skip
+    b.at(10.1).period(OPERATOR_FREEZE, "start", "42", "SIGSTOP")
+    b.at(15.2).period(OPERATOR_FREEZE, "end", "42")
     rows = build_rows(b.history(), [])
     assert _events(rows) == [
         "pause operator for 5.0 s",
-        "operator: process stopped: 42 (SIGSTOP)",
-        "operator: process running again after 5.1s",
+        "operator process 42 stopped (SIGSTOP)",
+        "operator process 42 running again after 5.1s",
+    ]
+
+
+def test_each_end_of_a_period_is_a_row_in_its_kinds_words():
+    b = HistoryBuilder()
+    b.at(1).period(APISERVER_OUTAGE, "start", "apiserver")
+    b.at(2).period(DEPENDENCY_OUTAGE, "start", "matrixone", "not running")
+    b.at(5.5).period(APISERVER_OUTAGE, "end", "apiserver")
+    b.at(8).period(DEPENDENCY_OUTAGE, "end", "matrixone")
+    b.at(9).period(DEPENDENCY_OUTAGE, "end", "kruise")  # its start not recorded
+    rows = build_rows(b.history(), [])
+    assert [(r.component, r.event) for r in rows] == [
+        ("cluster", "apiserver unavailable"),
+        ("cluster", "dependency matrixone unavailable (not running)"),
+        ("cluster", "apiserver available again after 4.5s"),
+        ("cluster", "dependency matrixone available again after 6.0s"),
+        ("cluster", "dependency kruise available again after ?s"),
     ]

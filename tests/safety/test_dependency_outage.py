@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mochaos.observe.history import DEPENDENCY_AVAILABLE, DEPENDENCY_UNAVAILABLE, History
+from mochaos.observe.history import History, Marker, PeriodEdge
 
 from .helpers import CHILD, child_env, needs_binaries
 
@@ -29,7 +29,18 @@ def _outage_run(child: Any, cluster: str, scenario: str) -> tuple[Any, str, list
         message, run.output[-3000:])  # fmt: skip
     assert "a dependency of the operator was unavailable" in message
     (folder,) = (p for p in run.run_dir().iterdir() if p.name.endswith(f".{scenario}"))
-    return run, message, [m.label for m in History.from_jsonl(folder / "history.jsonl").markers()]
+    history = History.from_jsonl(folder / "history.jsonl")
+    return (
+        run,
+        message,
+        [
+            e.label
+            if isinstance(e, Marker)
+            else f"{e.period} {e.edge}: {e.subject} {e.reason}".strip()
+            for e in history
+            if isinstance(e, Marker | PeriodEdge)
+        ],
+    )
 
 
 @needs_binaries
@@ -42,10 +53,10 @@ def test_doubles_down_mid_scenario_are_an_infrastructure_error_naming_them(child
     for name in ("matrixone", "kruise"):
         # Why it is unavailable depends on how far its stop got when the probe looked: its
         # process gone ("not running") or, for kruise-manager, its health endpoint closed.
-        prefix = f"{DEPENDENCY_UNAVAILABLE}: {name} ("
-        down = [i for i, lb in enumerate(labels) if lb.startswith(prefix)]
+        down = [i for i, lb in enumerate(labels)
+                if lb.startswith(f"dependency-outage start: {name} ")]  # fmt: skip
         assert down, labels
-        assert any(lb.startswith(f"{DEPENDENCY_AVAILABLE}: {name} after ") for lb in labels)
+        assert f"dependency-outage end: {name}" in labels, labels
         assert down[0] > labels.index(f"{name} stopping"), labels
 
 
@@ -56,8 +67,6 @@ KILLED = "test_kruise_manager_killed_mid_scenario"
 def test_kruise_manager_killed_mid_scenario_is_an_infrastructure_error(child, private_cluster):
     _, message, labels = _outage_run(child, private_cluster, KILLED)
     assert "kruise for" in message and "matrixone" not in message, message
-    down = [
-        i for i, lb in enumerate(labels) if lb.startswith(f"{DEPENDENCY_UNAVAILABLE}: kruise (")
-    ]
+    down = [i for i, lb in enumerate(labels) if lb.startswith("dependency-outage start: kruise ")]
     assert down and down[0] > labels.index("kruise killed"), labels
-    assert any(lb.startswith(f"{DEPENDENCY_AVAILABLE}: kruise after ") for lb in labels), labels
+    assert "dependency-outage end: kruise" in labels, labels

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.cluster.supervisor import KUBECONFIG_FILE
-from mochaos.observe.history import OPERATOR_FROZEN, OPERATOR_THAWED, History
+from mochaos.observe.history import OPERATOR_FREEZE, History
 
 from .helpers import CHILD, ROOT, child_env, needs_binaries, run_child
 
@@ -69,10 +69,9 @@ def test_an_operator_frozen_from_outside_is_never_failed(isolated_cluster, tmp_p
     assert len(judged) >= RUNS // 2, seen
     for f in judged:
         history = histories[f["namespace"]]
-        labels = [m.label for m in history.markers()]
-        marks = [
-            m.t for m in history.markers() if m.label == f"{OPERATOR_FROZEN}: {f['pid']} (SIGSTOP)"
-        ]
+        edges = list(history.period_edges(OPERATOR_FREEZE))
+        labels = [(e.edge, e.subject) for e in edges]
+        marks = [e.t for e in edges if e.edge == "start" and e.subject == str(f["pid"])]
         assert len(marks) == 1, (f, labels)
         # Seen while the process really was stopped (the watch reads its state from /proc),
         # whatever the poll's latency on a loaded machine; the freezer stamps "stopped"
@@ -80,7 +79,7 @@ def test_an_operator_frozen_from_outside_is_never_failed(isolated_cluster, tmp_p
         assert f["stopped"] - 1 <= marks[0] <= f["resumed"], (f, marks)
         # Its end is in the history whenever the recording went on past the SIGCONT (a
         # scenario may end, and stop its operator, while the operator is still frozen).
-        thaws = [m.t for m in history.markers() if m.label.startswith(OPERATOR_THAWED)]
+        thaws = [e.t for e in edges if e.edge == "end"]
         if not f["gone"] and history.end > f["resumed"]:
             assert any(t >= marks[0] for t in thaws), (f, labels)
     print(

@@ -11,10 +11,13 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
-from mochaos.observe.history import History
+from mochaos.ctrl.rest import Kube
+from mochaos.faults import delete_claim
+from mochaos.observe.history import History, State
 from mochaos.observe.recorder import Recorder
-from mochaos.scenario.actions import Actions, ScopeError
-from mochaos.scenario.topology import cn_claim
+from mochaos.scenario._gate import Gate
+from mochaos.scenario._topology import cn_claim
+from mochaos.scenario._writes import CHAOS, ScopeError, Writes
 
 from .helpers import needs_binaries
 
@@ -51,9 +54,11 @@ def foreign(request: pytest.FixtureRequest, kube) -> Iterator[str]:
         assert err.status == 404
 
 
-def actions_in(kube, namespace: str, run_id: str) -> Actions:
-    return Actions(kube, namespace=namespace, run_id=run_id,
-                   recorder=Recorder(kube, namespace=namespace), operator=None)  # fmt: skip
+def writes_in(kube, namespace: str, run_id: str) -> Writes:
+    recorder = Recorder(kube, namespace=namespace)
+    return Writes(Kube(kube.configuration, user_agent=CHAOS), namespace=namespace,
+                  run_id=run_id, recorder=recorder, gate=Gate(recorder), operator=None,
+                  component="chaos")  # fmt: skip
 
 
 def test_an_action_outside_the_runs_namespaces_raises_and_writes_nothing(
@@ -61,7 +66,7 @@ def test_an_action_outside_the_runs_namespaces_raises_and_writes_nothing(
 ):
     before = create_victim(kube, foreign)
     with pytest.raises(ScopeError, match=f"namespace {foreign} was not created by this run"):
-        actions_in(kube, foreign, mochaos.run_id).delete_claim("victim")
+        writes_in(kube, foreign, mochaos.run_id).inject(delete_claim("victim"), state=State())
     after = read_victim(kube, foreign)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert "deletionTimestamp" not in after["metadata"]
@@ -72,7 +77,8 @@ def test_the_same_action_in_the_runs_own_namespace_does_write(
 ):
     # The control of the test above: only the namespace's label differs.
     create_victim(kube, namespace)
-    record = actions_in(kube, namespace, mochaos.run_id).delete_claim("victim")
+    record = writes_in(kube, namespace, mochaos.run_id).inject(delete_claim("victim"),
+                                                               state=State())  # fmt: skip
     assert record.error is None
     with pytest.raises(ApiException) as gone:
         read_victim(kube, namespace)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from mochaos.invariants.verdict import Verdict, Violation
 from mochaos.observe.history import Change, History, State
 from mochaos.report.result import ScenarioResult
-from mochaos.scenario.engine import describe_state, failure_message
+from mochaos.scenario._checker import failure_message
+from mochaos.scenario._describe import describe_state
 
 
 def _claim(name: str, *, t: float, rv: int, deleting: bool = False, source: str = "") -> Change:

@@ -8,27 +8,22 @@ import time
 from invariants.builders import HistoryBuilder, bind
 
 from mochaos.config import CheckOptions
-from mochaos.observe.history import (
-    APISERVER_AVAILABLE,
-    APISERVER_UNAVAILABLE,
-    DEPENDENCY_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-)
-from mochaos.scenario.checker import Monitor
+from mochaos.observe.history import APISERVER_OUTAGE, DEPENDENCY_OUTAGE, PeriodKind
+from mochaos.scenario._checker import Monitor
 
 from journal_standin import RevealedJournal
 
 
 def _deleted_65s_ago(
-    *, outage: float, opens: str = APISERVER_UNAVAILABLE, closes: str = APISERVER_AVAILABLE
+    *, outage: float, kind: PeriodKind = APISERVER_OUTAGE, subject: str = "apiserver"
 ) -> Monitor:
     now = time.time()
     b = HistoryBuilder()
     bind(b, "X", "B")
     b.at(now - 65).claim("X", deleting=True)
     if outage:
-        b.at(now - 40).marker(opens)
-        b.at(now - 40 + outage).marker(f"{closes} after {outage:.1f}s")
+        b.at(now - 40).period(kind, "start", subject)
+        b.at(now - 40 + outage).period(kind, "end", subject)
     journal = RevealedJournal(list(b.build()))
     return Monitor(journal, CheckOptions(finalize_timeout=60))  # type: ignore[arg-type]
 
@@ -50,11 +45,7 @@ def test_without_an_outage_the_deadline_has_passed() -> None:
 
 
 def test_a_dependency_down_inside_the_finalize_window_stops_the_clock_too() -> None:
-    monitor = _deleted_65s_ago(
-        outage=15.0,
-        opens=f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)",
-        closes=f"{DEPENDENCY_AVAILABLE}: matrixone",
-    )
+    monitor = _deleted_65s_ago(outage=15.0, kind=DEPENDENCY_OUTAGE, subject="matrixone")
     now = monitor.update()
     assert monitor.activity(now).in_flight == ["deleting X"]
     assert "finalizer-completes" not in monitor.detections

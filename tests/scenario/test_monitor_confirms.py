@@ -18,8 +18,8 @@ from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate
 from mochaos.invariants.verdict import Verdict, Violation
 from mochaos.observe.history import History, Marker
-from mochaos.scenario import checker
-from mochaos.scenario.checker import Monitor
+from mochaos.scenario import _checker as checker
+from mochaos.scenario._checker import Monitor
 
 from journal_standin import RevealedJournal
 

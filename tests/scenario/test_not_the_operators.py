@@ -11,16 +11,9 @@ from invariants.builders import HistoryBuilder, ticks
 
 from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive, InfraError
-from mochaos.observe.history import (
-    DEPENDENCY_AVAILABLE,
-    DEPENDENCY_UNAVAILABLE,
-    OPERATOR_FROZEN,
-    OPERATOR_THAWED,
-    History,
-    State,
-)
-from mochaos.scenario.checker import Checker, RunInfo, not_the_operators
-from mochaos.scenario.triggers import Triggers
+from mochaos.observe.history import DEPENDENCY_OUTAGE, OPERATOR_FREEZE, History, State
+from mochaos.scenario._checker import Checker, RunInfo, not_the_operators
+from mochaos.scenario._triggers import RecorderTriggers
 
 OPTIONS = CheckOptions(converge_timeout=60)
 
@@ -63,8 +56,8 @@ def test_without_excuse_the_violation_is_the_operators():
 
 def test_a_dependency_down_makes_it_an_infrastructure_error_naming_it():
     b = never_converges(HistoryBuilder())
-    b.at(150).marker(f"{DEPENDENCY_UNAVAILABLE}: matrixone (not running)")
-    b.at(170).marker(f"{DEPENDENCY_AVAILABLE}: matrixone after 20.0s")
+    b.at(150).period(DEPENDENCY_OUTAGE, "start", "matrixone", "not running")
+    b.at(170).period(DEPENDENCY_OUTAGE, "end", "matrixone")
     got, first = outcome(build(b))
     assert got == "error"
     assert first.startswith("INFRASTRUCTURE: a dependency of the operator was unavailable "
@@ -73,8 +66,8 @@ def test_a_dependency_down_makes_it_an_infrastructure_error_naming_it():
 
 def test_an_outside_freeze_makes_it_inconclusive():
     b = never_converges(HistoryBuilder())
-    b.at(100).marker(f"{OPERATOR_FROZEN}: 4242 (SIGSTOP)")
-    b.at(108).marker(f"{OPERATOR_THAWED} after 8.0s")
+    b.at(100).period(OPERATOR_FREEZE, "start", "4242", "SIGSTOP")
+    b.at(108).period(OPERATOR_FREEZE, "end", "4242")
     got, first = outcome(build(b))
     assert got == "inconclusive" and "pid 4242 for 8.0s" in first, first
 
@@ -82,8 +75,8 @@ def test_an_outside_freeze_makes_it_inconclusive():
 def test_the_frameworks_own_pause_leaves_the_verdict_standing():
     b = never_converges(HistoryBuilder())
     b.at(100).action("pause_operator", kind="Operator", name="operator", params={"seconds": 8})
-    b.at(100.2).marker(f"{OPERATOR_FROZEN}: 4242 (SIGSTOP)")
-    b.at(108.1).marker(f"{OPERATOR_THAWED} after 7.9s")
+    b.at(100.2).period(OPERATOR_FREEZE, "start", "4242", "SIGSTOP")
+    b.at(108.1).period(OPERATOR_FREEZE, "end", "4242")
     assert outcome(build(b))[0] == "failed"
 
 
@@ -103,12 +96,12 @@ class TimedOut(FakeRecorder):
 def test_a_wait_that_timed_out_while_a_dependency_was_down_names_it():
     now = time.time()
     b = HistoryBuilder()
-    b.at(now - 1).marker(f"{DEPENDENCY_UNAVAILABLE}: kruise (not running)")
+    b.at(now - 1).period(DEPENDENCY_OUTAGE, "start", "kruise", "not running")
     with pytest.raises(
         InfraError,
         match=r"while a dependency of the operator was unavailable: "
         r"kruise for \d+s and not back \(not running\)",
     ):
-        Triggers(TimedOut(b.build())).wait(lambda s: False, timeout=0.1, what="two pods")
+        RecorderTriggers(TimedOut(b.build())).when(lambda s: False, timeout=0.1, what="two pods")
     with pytest.raises(Inconclusive, match="not ready after 0s: two pods"):
-        Triggers(TimedOut(History())).wait(lambda s: False, timeout=0.1, what="two pods")
+        RecorderTriggers(TimedOut(History())).when(lambda s: False, timeout=0.1, what="two pods")

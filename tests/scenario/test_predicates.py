@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mochaos.observe.history import Change, State
-from mochaos.scenario.predicates import MIGRATION_PHASES, name_of
+from mochaos.scenario import MIGRATION_PHASES, name_of
 
 PHASE = "pool.matrixorigin.io/phase"
 HOLDER = "pool.matrixorigin.io/claimed-by"

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from kubernetes import client
 
 from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import SESSIONS_ANNOTATION
+from mochaos.ctrl.rest import Kube
 from mochaos.observe.recorder import Recorder
 from mochaos.operator.target import Waits
-from mochaos.scenario.actions import Actions
-from mochaos.scenario.triggers import Triggers
-from mochaos.scenario.workload import Workload
+from mochaos.scenario._gate import Gate
+from mochaos.scenario._topology import Topology
+from mochaos.scenario._triggers import RecorderTriggers
+from mochaos.scenario._writes import AGENT, Writes
 
 
 class EnvironmentWithSessions:
@@ -31,13 +32,13 @@ class EnvironmentWithSessions:
         return self._rv
 
 
-def _workload(kube: Any, namespace: str, run_id: str, env: EnvironmentWithSessions) -> Workload:
+def _workload(kube: Any, namespace: str, run_id: str, env: EnvironmentWithSessions) -> Topology:
     recorder = Recorder(kube, namespace=namespace)
-    actions = Actions(kube, namespace=namespace, run_id=run_id, recorder=recorder,
-                      operator=env)  # type: ignore[arg-type]  # fmt: skip
-    return Workload(actions, actions, recorder=recorder, triggers=Triggers(recorder),
-                    operator=env, run_id=run_id, rng=random.Random(1),  # type: ignore[arg-type]
-                    options=CheckOptions())  # fmt: skip
+    writes = Writes(Kube(kube.configuration, user_agent=AGENT), namespace=namespace,
+                    run_id=run_id, recorder=recorder, gate=Gate(recorder), operator=None,
+                    component="agent")  # fmt: skip
+    return Topology(writes, recorder=recorder, triggers=RecorderTriggers(recorder),
+                    operator=env, run_id=run_id, options=CheckOptions())  # type: ignore[arg-type]  # fmt: skip
 
 
 def test_sessions_go_to_the_environment_and_are_recorded_local(kube, namespace, mochaos):

@@ -8,7 +8,6 @@ in a scenario.
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from dataclasses import replace
@@ -17,12 +16,14 @@ import pytest
 from invariants.builders import HistoryBuilder
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.rest import Kube
 from mochaos.errors import Inconclusive
 from mochaos.observe.history import Entry, History, Marker
 from mochaos.operator.target import Waits
-from mochaos.scenario.actions import Actions
-from mochaos.scenario.checker import Checker, RunInfo
-from mochaos.scenario.workload import BIND_REQUEUE, SYNC_QUIET, Workload
+from mochaos.scenario._checker import Checker, RunInfo
+from mochaos.scenario._gate import Gate
+from mochaos.scenario._topology import BIND_REQUEUE, SYNC_QUIET, Topology
+from mochaos.scenario._writes import CHAOS, Writes
 
 OPTIONS = CheckOptions(finalize_timeout=2.0, retry_window=2.0, grace=0.5)
 QUIET = 0.3
@@ -141,15 +142,16 @@ class Operator:
 
 
 def settled_after(kube, namespace: str, run_id: str, history: History) -> float:
-    """Seconds ``Workload.settled(["z"])`` took over ``history`` played from now."""
+    """Seconds ``Topology.settled(["z"])`` took over ``history`` played from now."""
     recorder = ScriptedRecorder(history)
-    actions = Actions(kube, namespace=namespace, run_id=run_id, recorder=recorder,
-                      operator=None)  # type: ignore[arg-type]  # fmt: skip
-    workload = Workload(
-        actions, actions, recorder=recorder, triggers=None, operator=Operator(),  # type: ignore[arg-type]
-        run_id=run_id, rng=random.Random(1), options=CheckOptions(time_scale=SCALE),
+    writes = Writes(Kube(kube.configuration, user_agent=CHAOS), namespace=namespace,
+                    run_id=run_id, recorder=recorder, gate=Gate(recorder),  # type: ignore[arg-type]
+                    operator=None, component="chaos")  # fmt: skip
+    topology = Topology(
+        writes, recorder=recorder, triggers=None, operator=Operator(),  # type: ignore[arg-type]
+        run_id=run_id, options=CheckOptions(time_scale=SCALE),
     )  # fmt: skip
-    workload.settled(["z"])
+    topology.settled(["z"])
     return time.time() - recorder.start
 
 

@@ -18,7 +18,7 @@ from mochaos.operator.matrixone.topology import (
     render_topology,
 )
 from mochaos.operator.matrixone.waits import Timings
-from mochaos.scenario.topology import cn_pool
+from mochaos.scenario._topology import cn_pool
 from mochaos.tooling.apply import apply_objects
 from mochaos.tooling.waiting import wait_for
 

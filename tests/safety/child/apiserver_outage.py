@@ -17,8 +17,7 @@ import pytest
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import claim_bound
+from mochaos.scenario import Scenario, claim_bound, delete_pod
 
 pytestmark = pytest.mark.scenario
 
@@ -36,10 +35,10 @@ def test_apiserver_outage_mid_scenario(scenario: Scenario, cluster: Cluster, rec
             hint="run this only on a private cluster: MOCHAOS_CLUSTER_NAME=mc-safety-<x>",
         )
     sc = scenario
-    sc.pool("pool", max_idle=1)
-    x, _ = sc.claimset("s1", replicas=2)
+    sc.topology.pool("pool", max_idle=1)
+    x, _ = sc.topology.claimset("s1", replicas=2)
     bound = sc.when(claim_bound(x), timeout=sc.waits.bind)
-    pod = sc.pod_of(x)
+    pod = sc.topology.pod_of(x)
     sc.settle()
     provider = LocalProvider(name=cluster.name)
     apiserver = provider.running_pids()["kube-apiserver"]
@@ -56,10 +55,10 @@ def test_apiserver_outage_mid_scenario(scenario: Scenario, cluster: Cluster, rec
         assert time.monotonic() - t0 < HEAL_TIMEOUT, provider.status()
         time.sleep(0.5)
     record_property("cluster.heal_seconds", round(time.monotonic() - t0, 1))
-    sc.set_sessions(pod, 1)
+    sc.topology.set_sessions(pod, 1)
     sc.recorder.barrier(timeout=30)
-    sc.delete_pod(pod, trigger=bound)
+    sc.inject(delete_pod(pod), trigger=bound)
     sc.settle()
-    sc.idle_pods("pool", at_least=1)
+    sc.topology.idle_pods("pool", at_least=1)
     sc.epilogue()
     sc.verdict()

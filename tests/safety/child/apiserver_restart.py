@@ -19,8 +19,7 @@ from mochaos.cluster.local import LocalProvider
 from mochaos.cluster.processes import ProcessSpec
 from mochaos.errors import Inconclusive, UsageError
 from mochaos.kube import Cluster
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import claim_bound
+from mochaos.scenario import Scenario, claim_bound, delete_pod
 
 pytestmark = pytest.mark.scenario
 
@@ -64,10 +63,10 @@ def test_apiserver_restart_mid_scenario(scenario: Scenario, cluster: Cluster, re
             hint="run this only on a private cluster: MOCHAOS_CLUSTER_NAME=mc-safety-<x>",
         )
     sc = scenario
-    sc.pool("pool", max_idle=1)
-    x, _ = sc.claimset("s1", replicas=2)
+    sc.topology.pool("pool", max_idle=1)
+    x, _ = sc.topology.claimset("s1", replicas=2)
     bound = sc.when(claim_bound(x), timeout=sc.waits.bind)
-    pod = sc.pod_of(x)
+    pod = sc.topology.pod_of(x)
     # The outage hits a settled system: a busy operator's error retries during an outage
     # would count against retry-budget (see the safety report), which is not under test here.
     sc.settle()
@@ -82,7 +81,7 @@ def test_apiserver_restart_mid_scenario(scenario: Scenario, cluster: Cluster, re
     offset = cluster.audit_log.stat().st_size
     provider.start_component(stopped)
     sc.recorder.mark("apiserver started")
-    sc.set_sessions(pod, 1)  # written while the watches may still be reconnecting...
+    sc.topology.set_sessions(pod, 1)  # written while the watches may still be reconnecting...
     sc.recorder.barrier(timeout=30)  # ...and in the history once they caught up
     # Chaos resumes once the operator watches every kind again, and the scheduler and kwok
     # watch pods again (their reconnect backoff is their own business, not a verdict).
@@ -95,11 +94,11 @@ def test_apiserver_restart_mid_scenario(scenario: Scenario, cluster: Cluster, re
         if time.monotonic() > deadline:
             raise Inconclusive(f"no watch again after the restart by: {sorted(needed - seen)}")
         time.sleep(0.2)
-    sc.delete_pod(pod, trigger=bound)
+    sc.inject(delete_pod(pod), trigger=bound)
     sc.settle()
     # The pool's replacement pod warms up for ~6 s; an epilogue before it is Idle would be
     # judged a leak (see the safety report), which is not under test here.
-    sc.idle_pods("pool", at_least=1)
+    sc.topology.idle_pods("pool", at_least=1)
     sc.epilogue()
     try:
         sc.verdict()

@@ -23,8 +23,7 @@ from mochaos.errors import UsageError
 from mochaos.kruise import manager
 from mochaos.kruise.module import DEFAULT_VERSION
 from mochaos.kube import Cluster
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.recipes import build_seed, scale_in_during_migration
+from mochaos.scenario import MIGRATION, Scenario, SeedTopology, scale_claimset, source_draining
 
 from polling import wait_until
 
@@ -48,7 +47,7 @@ def dependencies(cluster: Cluster) -> None:
 
 def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
     sc = scenario
-    seed = build_seed(sc)
+    seed = MIGRATION.setup(sc)
     provider = LocalProvider(name=cluster.name)
     for name in DOUBLES:
         # kruise-manager closes its health endpoint as soon as it is told to stop, before
@@ -60,13 +59,20 @@ def test_dependencies_down_mid_scenario(scenario: Scenario, cluster: Cluster):
         finally:
             provider.start_component(saved)
         sc.recorder.mark(f"{name} started")
-    scale_in_during_migration(sc, seed)
+    seed_race(sc, seed)
+
+
+def seed_race(sc: Scenario, seed: SeedTopology) -> None:
+    """The seed's fault: X migrates onto Z's pod B, S1 scaled in once X's source drains."""
+    MIGRATION.drive(sc, seed)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
+    sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
 
 
 def test_kruise_manager_killed_mid_scenario(scenario: Scenario, cluster: Cluster):
     """A crash rather than a stop: the supervisor restarts kruise-manager on its own."""
     sc = scenario
-    seed = build_seed(sc)
+    seed = MIGRATION.setup(sc)
     provider = LocalProvider(name=cluster.name)
     pid = doubles_host.running(manager.spec(DEFAULT_VERSION), provider.supervision)
     assert pid is not None, "kruise-manager is not running"
@@ -74,4 +80,4 @@ def test_kruise_manager_killed_mid_scenario(scenario: Scenario, cluster: Cluster
     os.kill(pid, signal.SIGKILL)
     wait_until(provider.is_healthy, timeout=120, what="kruise-manager restarted and healthy")
     sc.recorder.mark("kruise healthy again")
-    scale_in_during_migration(sc, seed)
+    seed_race(sc, seed)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.recipes import build_seed, scale_in_during_migration
+from mochaos.scenario import MIGRATION, Scenario, scale_claimset, source_draining
 
 pytestmark = pytest.mark.scenario
 
@@ -15,4 +14,8 @@ RUNS = 10
 
 @pytest.mark.parametrize("run", range(RUNS))
 def test_seed(scenario: Scenario, run: int):
-    scale_in_during_migration(scenario, build_seed(scenario))
+    sc = scenario
+    seed = MIGRATION.setup(sc)
+    MIGRATION.drive(sc, seed)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
+    sc.inject(scale_claimset("s1", replicas=1), trigger=draining)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mochaos.errors import Inconclusive
-from mochaos.scenario.engine import Scenario
+from mochaos.scenario import Scenario
 
 pytestmark = pytest.mark.scenario
 

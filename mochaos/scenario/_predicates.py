@@ -1,9 +1,10 @@
-"""Named predicates over the recorded state, one per phase of the migration state machine.
+"""Every predicate a scenario waits on: named functions of the recorded state.
 
-A predicate is a plain function ``State -> bool`` with a ``name`` attribute;
-triggers wait on them and the window check re-evaluates them at the
-resourceVersion of our write. The migration phases, in order:
-target bound → source draining → source reclaimed → completed.
+A predicate is a plain function ``State -> bool`` with a ``name`` attribute; triggers wait
+on them and the gate re-evaluates them just before the write they gated. Here are the
+topology's (pools with Idle pods, Bound claims, deletion costs), the migration's phases in
+state-machine order (target bound → source draining → source reclaimed → completed) and
+the lost pod's.
 """
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL, labels_of
+from mochaos.ctrl.objects import (
+    CLAIMED_BY_LABEL,
+    CLAIMSET_LABEL,
+    DELETION_COST_ANNOTATION,
+    PHASE_LABEL,
+    POOL_NAME_LABEL,
+    deleting,
+    labels_of,
+)
 from mochaos.observe.history import State
 
 Predicate = Callable[[State], bool]
@@ -120,3 +129,92 @@ MIGRATION_PHASES: dict[str, Callable[[str, str, str], Predicate]] = {
     "completed": lambda claim, source, target: migration_complete(claim, target),
 }
 """Phase name -> predicate factory(claim, source, target), in state-machine order."""
+
+
+def idle_pods_at_least(pool: str, n: int) -> Predicate:
+    """At least ``n`` live pods of ``pool`` are Idle."""
+
+    def check(s: State) -> bool:
+        idle = [
+            p
+            for p in s.all("Pod").values()
+            if labels_of(p).get(POOL_NAME_LABEL) == pool
+            and labels_of(p).get(PHASE_LABEL) == "Idle"
+            and not deleting(p)
+        ]
+        return len(idle) >= n
+
+    return named(f"{n} Idle pods in pool {pool}", check)
+
+
+def bound_of(state: State, claimset: str) -> list[str]:
+    """Live claims of ``claimset`` that are Bound to a pod."""
+    return [
+        name
+        for name, c in state.all("CNClaim").items()
+        if labels_of(c).get(CLAIMSET_LABEL) == claimset
+        and not deleting(c)
+        and (c.get("status") or {}).get("phase") == "Bound"
+        and (c.get("spec") or {}).get("podName")
+    ]
+
+
+def bound_claims_at_least(claimset: str, n: int) -> Predicate:
+    """At least ``n`` live claims of ``claimset`` are Bound."""
+    return named(f"{n} Bound claims in claim set {claimset}",
+                 lambda s: len(bound_of(s, claimset)) >= n)  # fmt: skip
+
+
+def bound_pods(state: State) -> list[str]:
+    """Pods in pool phase Bound."""
+    return [n for n, p in state.all("Pod").items() if labels_of(p).get(PHASE_LABEL) == "Bound"]
+
+
+def all_returned(state: State) -> bool:
+    """No claim is left and no pod is Bound: everything went back to the pool."""
+    return not state.all("CNClaim") and not bound_pods(state)
+
+
+def deletion_cost_is(pod: str, value: str) -> Predicate:
+    """The store published ``value`` as the pod's deletion cost."""
+
+    def check(s: State) -> bool:
+        meta = (s.get("Pod", pod) or {}).get("metadata") or {}
+        return (meta.get("annotations") or {}).get(DELETION_COST_ANNOTATION) == value
+
+    return named(f"pod {pod} deletion cost {value}", check)
+
+
+def held_by_set(pod: str, claimset: str) -> Predicate:
+    """A claim of ``claimset`` has bound ``pod`` (its spec and the pod's label agree)."""
+
+    def check(s: State) -> bool:
+        obj = s.get("Pod", pod)
+        holder = labels_of(obj).get(CLAIMED_BY_LABEL) if obj else None
+        claim = s.get("CNClaim", holder) if holder else None
+        return bool(
+            claim
+            and labels_of(claim).get(CLAIMSET_LABEL) == claimset
+            and (claim.get("spec") or {}).get("podName") == pod
+        )
+
+    return named(f"pod {pod} bound by a claim of {claimset}", check)
+
+
+def pod_unlabelled(pod: str, key: str = CLAIMED_BY_LABEL) -> Predicate:
+    """Pod ``pod`` exists and carries no label ``key``."""
+
+    def check(s: State) -> bool:
+        obj = s.get("Pod", pod)
+        return obj is not None and key not in labels_of(obj)
+
+    return named(f"pod {pod} has no {key}", check)
+
+
+def claim_deleting_in(claimset: str) -> Predicate:
+    """A claim of ``claimset`` is being deleted (its finalizer not released yet)."""
+    return named(
+        f"a claim of {claimset} is finalizing",
+        lambda s: any(labels_of(c).get(CLAIMSET_LABEL) == claimset and deleting(c)
+                      for c in s.all("CNClaim").values()),
+    )  # fmt: skip

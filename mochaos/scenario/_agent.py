@@ -19,8 +19,8 @@ from mochaos.ctrl.objects import PHASE_LABEL, POOL_NAME_LABEL, deleting, labels_
 from mochaos.errors import Inconclusive
 from mochaos.observe.history import ActionRecord, State
 from mochaos.observe.recorder import Recorder
-from mochaos.scenario.actions import Actions, Fired
-from mochaos.scenario.predicates import claim_spec, migration_complete, pod_phase
+from mochaos.scenario._predicates import claim_spec, migration_complete
+from mochaos.scenario._writes import ANY_REFUSAL, Writes
 
 RETRY_INTERVAL = 5.0
 """The agent's migration retry period (seconds of operator time)."""
@@ -50,13 +50,13 @@ class UnitAgent:
 
     def __init__(
         self,
-        actions: Actions,
+        writes: Writes,
         recorder: Recorder,
         *,
         rng: random.Random,
         options: CheckOptions | None = None,
     ) -> None:
-        self._actions = actions
+        self._writes = writes
         self._recorder = recorder
         self._rng = rng
         self.retry_interval = (options or CheckOptions()).scaled(RETRY_INTERVAL)
@@ -80,9 +80,13 @@ class UnitAgent:
         return self._rng.choice(idle)
 
     def request_migration(
-        self, claim: str, *, target: str | None = None, trigger: Fired | None = None
+        self, claim: str, *, target: str | None = None, trigger: object = None
     ) -> Migration:
-        """Patch the claim to migrate onto ``target`` (or a picked Idle pod) and keep retrying."""
+        """Patch the claim to migrate onto ``target`` (or a picked Idle pod) and keep retrying.
+
+        The first patch is a gated write like any fault (``trigger``: what ``sc.when``
+        returned): it must land while the trigger holds, and a refusal makes the scenario
+        inconclusive; the retries are the agent's own and may be refused (the claim deleting)."""
         state = self._recorder.snapshot()
         spec = claim_spec(state, claim)
         source = spec.get("podName")
@@ -99,7 +103,7 @@ class UnitAgent:
             "podName": target,
             "nodeName": (target_pod.get("spec") or {}).get("nodeName", ""),
         }
-        first = self._send(claim, patch, source, target, attempt=1, trigger=trigger)
+        first = self._send(claim, patch, source, target, attempt=1, trigger=trigger, tolerate=())
         mig = Migration(claim=claim, source=source, target=target, patch=patch, first=first)
         mig.thread = threading.Thread(
             target=self._retry_loop, args=(mig,), name=f"agent-{claim}", daemon=True
@@ -110,16 +114,16 @@ class UnitAgent:
 
     def _send(
         self, claim: str, patch: dict, source: str, target: str, *, attempt: int,
-        trigger: Fired | None = None,
+        trigger: object = None, tolerate: range | tuple[int, ...] = ANY_REFUSAL,
     ) -> ActionRecord:  # fmt: skip
-        return self._actions.patch_claim_spec(
+        return self._writes.patch_claim_spec(
             claim,
             patch,
-            component="agent",
             action="request_migration",
             params={"source": source, "target": target, "attempt": attempt},
             annotations={REQUEST_ANNOTATION: str(attempt)},
             trigger=trigger,
+            tolerate=tolerate,
         )
 
     def _retry_loop(self, mig: Migration) -> None:
@@ -144,6 +148,3 @@ class UnitAgent:
 def source_of(state: State, claim: str) -> str | None:
     """The pod a claim is migrating away from (None when not migrating)."""
     return (claim_spec(state, claim).get("sourcePod") or {}).get("podName")
-
-
-__all__ = ["Migration", "UnitAgent", "pod_phase", "source_of"]

@@ -24,7 +24,6 @@ from mochaos import invariants
 from mochaos.bugs import describe_bugs
 from mochaos.config import CheckOptions
 from mochaos.invariants.judged import (
-    CLOCK_MARKERS,
     OperatorClock,
     dependency_outages,
     describe,
@@ -32,15 +31,22 @@ from mochaos.invariants.judged import (
 )
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe.audit import AuditSlice
-from mochaos.observe.history import Entry, History, Marker
+from mochaos.observe.history import Entry, History, PeriodEdge
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
-from mochaos.report.result import ScenarioResult
+from mochaos.report.result import Outcome, ScenarioResult
 
 AUDIT_TOLERANCE = 1
 """Largest per-claim difference allowed between our record of the agent's patches and the
 audit log's (a patch in flight when the slice is read)."""
+
+NOTHING_TO_JUDGE = (
+    "the scenario gave the invariants nothing to judge: no claim was ever recorded (did its "
+    "topology build anything?)"
+)
+"""Why a scenario whose history holds no CNClaim is no pass: every invariant is about claims
+and their pods, and each would hold for want of anything to hold for."""
 
 MONITOR_PERIOD = 0.25
 """How often the invariants are evaluated during the run (seconds)."""
@@ -90,7 +96,7 @@ class Monitor:
     """The outages and freezes seen so far: the monitor judges on the operator's clock, as
     the verdict does (mochaos.invariants.judged), so settling waits out the same deadlines."""
     _cursor: int = 0
-    _markers: list[Marker] = field(default_factory=list)
+    _edges: list[PeriodEdge] = field(default_factory=list)
     pending: set[str] = field(default_factory=set)
     """Invariants the incremental checker saw fail that the judged history does not fail
     yet: confirmed (or not) again, at most every :data:`RECONFIRM_EVERY`, once something
@@ -144,10 +150,10 @@ class Monitor:
                 LOGGER.info("invariant %s violated: %s", v.invariant, v.violation.message)
 
     def _learn_outages(self, entries: list[Entry]) -> None:
-        found = [e for e in entries if isinstance(e, Marker) and e.label.startswith(CLOCK_MARKERS)]
+        found = [e for e in entries if isinstance(e, PeriodEdge) and e.kind.stops_clock]
         if found:
-            self._markers += found
-            self.clock = OperatorClock.of(History(self._markers))
+            self._edges += found
+            self.clock = OperatorClock.of(History(self._edges))
 
     def activity(self, now: float) -> Activity:
         """When the system last moved (our own writes aside) and what is in flight at ``now``."""
@@ -257,15 +263,44 @@ class Checker:
         return self._confirmed[1]
 
     def verdict(self, *, nodeid: str, missed: list[str]) -> ScenarioResult:
-        """Evaluate every invariant over the whole history and build the scenario's result."""
+        """Evaluate every invariant over the whole history and build the scenario's result:
+        failed on a violation; inconclusive when a gated write did not land in its window
+        (``missed``) or the scenario gave the invariants nothing to judge (no claim)."""
         self.monitor.close()
         history = self._recorder.history()
+        if not any(True for _ in history.changes("CNClaim")):
+            missed = [*missed, NOTHING_TO_JUDGE]
         verdicts = invariants.evaluate(history, self.options, final=True)
         failed = [v for v in verdicts if v.failed]
-        outcome = "failed" if failed else ("inconclusive" if missed else "passed")
+        outcome: Outcome = "failed" if failed else ("inconclusive" if missed else "passed")
         excuse = not_the_operators(history) if failed else None
         if excuse is not None:
             outcome = excuse[0]
+        result = self.result(nodeid=nodeid, outcome=outcome, verdicts=verdicts, history=history,
+                             phase="verdict" if outcome == "error" else "")  # fmt: skip
+        result.detection_latency = {
+            d.invariant: round(max(d.detected_at - d.violation_t, 0.0), 3)
+            for d in self.monitor.detections.values()
+        }
+        result.message = failure_message(result, history, missed)
+        if excuse is not None:
+            result.message = f"{excuse[1]}\n{result.message}"
+        return result
+
+    def result(
+        self,
+        *,
+        nodeid: str,
+        outcome: Outcome,
+        verdicts: list[Verdict] | None = None,
+        message: str = "",
+        phase: str = "",
+        history: History | None = None,
+    ) -> ScenarioResult:
+        """The scenario's result: its outcome, its verdicts (none when it was not judged),
+        what the run was, and the counts read from its history."""
+        history = history if history is not None else self._recorder.history()
+        verdicts = verdicts or []
         retries = count_retries(history)
         result = ScenarioResult(
             nodeid=nodeid,
@@ -277,20 +312,15 @@ class Checker:
             verdicts=verdicts,
             finalize_retries=dict(retries.finalize),
             agent_migration_retries=retries.agent_migration_retries,
-            bugs=sorted({b for v in failed for b in v.bugs}),
+            bugs=sorted({b for v in verdicts if v.failed for b in v.bugs}),
             duration=time.monotonic() - self._started,
             seed=self.run.seed,
             check_options=asdict(self.options),
+            message=message,
+            phase=phase,
         )
         result.audit_counts = self._audit_counts(retries.migration_requests)
-        result.detection_latency = {
-            d.invariant: round(max(d.detected_at - d.violation_t, 0.0), 3)
-            for d in self.monitor.detections.values()
-        }
         result.monitor_cpu = round(self.monitor.cpu, 4)
-        result.message = failure_message(result, history, missed)
-        if excuse is not None:
-            result.message = f"{excuse[1]}\n{result.message}"
         return result
 
     def _audit_counts(self, recorded: Counter[str]) -> dict[str, float]:
@@ -314,7 +344,7 @@ class Checker:
         self.monitor.close()
 
 
-def not_the_operators(history: History) -> tuple[str, str] | None:
+def not_the_operators(history: History) -> tuple[Outcome, str] | None:
     """Why violations in ``history`` are no verdict on the operator — (outcome, first line) —
     or None: a dependency was down (an infrastructure error naming it), or the operator's
     process was stopped by someone other than the framework (inconclusive)."""
@@ -351,12 +381,12 @@ def failure_message(result: ScenarioResult, history: History, missed: list[str])
             f"[bugs {describe_bugs(result.bugs) or '-'}]; {retries}; seed {result.seed}"
         )
     elif missed:
-        head = f"INCONCLUSIVE on {result.operator_target}: a fault missed its window; {retries}"
+        head = f"INCONCLUSIVE on {result.operator_target}: {missed[0]}; {retries}"
     else:
         head = f"all invariants held on {result.operator_target}; {retries}"
     lines = [head]
     lines += ["  " + _verdict_line(v, history.start) for v in failed]
-    lines += [f"  {m}" for m in missed]
+    lines += [f"  {m}" for m in missed[1:]]
     counts = ", ".join(f"{k}={n}" for k, n in sorted(result.finalize_retries.items()))
     lines.append(
         f"  finalize retries: {counts or 'none'}; agent migration retries: "

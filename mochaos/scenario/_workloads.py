@@ -4,6 +4,12 @@ A workload builds a topology (:meth:`NamedWorkload.setup`), names the role each 
 objects plays (:meth:`NamedWorkload.roles`: "migrating claim", "source pod", …) and
 drives the operator through its job (:meth:`NamedWorkload.drive`) without any fault. A
 suite adds its hand-written fault between the two; an exploration learns where to put one.
+
+The seed race's topology is the bug report's own reproduction (docs/operator-behaviour.md
+§11.3): claim X of set S1 is migrated onto the pod B of claim Z (set S2), then S1 is scaled
+in while X's source drains. Y's pod serves one session, so the operator's own deletion-cost
+tie-breaker — not creation-time luck — decides which claim a scale-in prefers: the migrating
+X, whose target B has no sessions yet (docs/bugs.md#b2).
 """
 
 from __future__ import annotations
@@ -12,12 +18,56 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mochaos.errors import UsageError
-from mochaos.scenario.actions import Fired
-from mochaos.scenario.engine import Scenario
-from mochaos.scenario.predicates import claim_bound
-from mochaos.scenario.recipes import SeedTopology, build_s1, build_seed, held_by_set
+from mochaos.faults import delete_pod
+from mochaos.scenario._engine import Scenario
+from mochaos.scenario._gate import Fired
+from mochaos.scenario._predicates import claim_bound, deletion_cost_is, held_by_set
 
 POOL = "pool"
+
+
+@dataclass(frozen=True)
+class SeedTopology:
+    """Names in the seed race: claims X, Y (set S1), Z (set S2) and their pods A, C, B."""
+
+    x: str
+    y: str
+    z: str
+    a: str
+    b: str
+    c: str
+
+
+def build_s1(sc: Scenario, *, max_idle: int = 2) -> tuple[str, str]:
+    """A pool with idle pods and S1 = {X, Y} bound; Y's pod serves one session."""
+    sc.topology.pool("pool", max_idle=max_idle)
+    x, y = sc.topology.claimset("s1", replicas=2)
+    c = sc.topology.pod_of(y)
+    sc.topology.set_sessions(c, 1)
+    sc.when(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
+    return x, y
+
+
+def build_seed(sc: Scenario) -> SeedTopology:
+    """S1 = {X, Y} and S2 = {Z}, all bound; Y's pod serves one session.
+
+    Independent waits overlap: the pool warms up three idle pods at once (one warm-up,
+    not one per claim set) and both sets bind from them together. C's deletion cost is
+    awaited before returning: a scale-in before the store published it would let
+    creation-time luck, not sessions, pick the victim. So is the operator's pass that
+    follows each bind (:meth:`Workload.settled`): the race starts on settled claims, as
+    in production. The topology means the same as building the sets one by one.
+    """
+    sc.topology.pool("pool", max_idle=3)
+    sc.topology.claimset("s1", replicas=2, wait=False)
+    sc.topology.claimset("s2", replicas=1, wait=False)
+    x, y = sc.topology.bound_claims("s1", 2)
+    (z,) = sc.topology.bound_claims("s2", 1)
+    c = sc.topology.pod_of(y)
+    sc.topology.set_sessions(c, 1)
+    sc.when(deletion_cost_is(c, "1"), timeout=sc.waits.deletion_cost)
+    sc.topology.settled([x, y, z])
+    return SeedTopology(x=x, y=y, z=z, a=sc.topology.pod_of(x), b=sc.topology.pod_of(z), c=c)
 
 
 class NamedWorkload(Protocol):
@@ -47,7 +97,7 @@ class Migration:
     summary = "pool, two claim sets, the agent migrating X onto the pod another set's Z holds"
 
     def setup(self, sc: Scenario) -> SeedTopology:
-        """:func:`mochaos.scenario.recipes.build_seed`."""
+        """:func:`build_seed`."""
         return build_seed(sc)
 
     def roles(self, topology: SeedTopology) -> dict[str, str]:
@@ -85,10 +135,10 @@ class MigrationRace:
     def setup(self, sc: Scenario) -> RaceTopology:
         """S1 = {X, Y} on a pool of one idle pod; the agent's pick; S2 = {Z} bound."""
         x, y = build_s1(sc, max_idle=1)
-        a = sc.pod_of(x)
-        sc.idle_pods(POOL, at_least=1)
+        a = sc.topology.pod_of(x)
+        sc.topology.idle_pods(POOL, at_least=1)
         target = sc.agent.pick_target(x)
-        (z,) = sc.claimset("s2", replicas=1)
+        (z,) = sc.topology.claimset("s2", replicas=1)
         return RaceTopology(x=x, y=y, a=a, target=target, z=z)
 
     def roles(self, topology: RaceTopology) -> dict[str, str]:
@@ -124,10 +174,10 @@ class Bind:
 
     def setup(self, sc: Scenario) -> BindTopology:
         """A pool of one idle pod, S1 = {X} bound, the agent's pick of an Idle pod."""
-        sc.pool(POOL, max_idle=1)
-        (x,) = sc.claimset("s1", replicas=1)
-        sc.idle_pods(POOL, at_least=1)
-        return BindTopology(x=x, source=sc.pod_of(x), target=sc.agent.pick_target(x))
+        sc.topology.pool(POOL, max_idle=1)
+        (x,) = sc.topology.claimset("s1", replicas=1)
+        sc.topology.idle_pods(POOL, at_least=1)
+        return BindTopology(x=x, source=sc.topology.pod_of(x), target=sc.agent.pick_target(x))
 
     def roles(self, topology: BindTopology) -> dict[str, str]:
         """X migrates from its pod onto the target; Y is the new claim; S1 is X's set."""
@@ -139,7 +189,7 @@ class Bind:
 
     def drive(self, sc: Scenario, topology: BindTopology) -> None:
         """Claim Y is created, and the agent asks X to migrate onto the picked pod."""
-        sc.claim(topology.y, wait_bound=False)
+        sc.topology.claim(topology.y, wait_bound=False)
         sc.agent.request_migration(topology.x, target=topology.target)
 
 
@@ -159,9 +209,9 @@ class PodLoss:
 
     def setup(self, sc: Scenario) -> PodLossTopology:
         """A pool of one idle pod and a standalone claim X, Bound."""
-        sc.pool(POOL, max_idle=1)
-        x = sc.claim("x")
-        return PodLossTopology(x=x, pod=sc.pod_of(x))
+        sc.topology.pool(POOL, max_idle=1)
+        x = sc.topology.claim("x")
+        return PodLossTopology(x=x, pod=sc.topology.pod_of(x))
 
     def roles(self, topology: PodLossTopology) -> dict[str, str]:
         """X is the bound claim, its pod the lost one."""
@@ -173,7 +223,7 @@ class PodLoss:
 
     def lose_pod(self, sc: Scenario, topology: PodLossTopology, *, trigger: Fired) -> None:
         """Delete X's pod once ``trigger`` held (gated: its window is checked)."""
-        sc.delete_pod(topology.pod, trigger=trigger)
+        sc.inject(delete_pod(topology.pod), trigger=trigger)
 
 
 @dataclass(frozen=True)
@@ -196,9 +246,9 @@ class Scale:
 
     def setup(self, sc: Scenario) -> ScaleTopology:
         """A pool of two idle pods and S1 = {X} bound."""
-        sc.pool(POOL, max_idle=2)
-        (x,) = sc.claimset("s1", replicas=1)
-        return ScaleTopology(x=x, pod=sc.pod_of(x))
+        sc.topology.pool(POOL, max_idle=2)
+        (x,) = sc.topology.claimset("s1", replicas=1)
+        return ScaleTopology(x=x, pod=sc.topology.pod_of(x))
 
     def roles(self, topology: ScaleTopology) -> dict[str, str]:
         """X is the first claim of the scaled set S1, on the first pod."""
@@ -206,9 +256,9 @@ class Scale:
 
     def drive(self, sc: Scenario, topology: ScaleTopology) -> None:
         """S1 out to three Bound claims, then in to one."""
-        sc.actions.scale_claimset("s1", replicas=SCALE_OUT_TO)
-        sc.bound_claims("s1", SCALE_OUT_TO)
-        sc.actions.scale_claimset("s1", replicas=1)
+        sc.topology.scale("s1", replicas=SCALE_OUT_TO)
+        sc.topology.bound_claims("s1", SCALE_OUT_TO)
+        sc.topology.scale("s1", replicas=1)
 
 
 MIGRATION = Migration()

@@ -1,22 +1,28 @@
-"""The workload: the CN pool topology a scenario builds, the platform agent, sessions.
+"""The CN pool topology a scenario builds, and the client sessions it holds on CNs.
 
-It creates the CNPool and CNClaimSets in the test namespace (in the shape the target's
-environment needs), waits until they are ready on the operator's own evidence (pods
-Idle, claims Bound), holds client sessions on CNs through the target's
+It creates the CNPool, CNClaimSets and CNClaims in the test namespace (plain dicts in the
+operator's API shape, docs/operator-behaviour.md §13, overlaid with what the target's
+environment needs), waits until they are ready on the operator's own evidence (pods Idle,
+claims Bound), holds client sessions on CNs through the target's
 :class:`~mochaos.operator.target.Sessions`, and at the end scales everything to zero: the
-epilogue, where cleanup itself is an oracle.
+epilogue, where cleanup itself is an oracle. Every object — and through ``podLabels`` every
+pool pod, and through the claim template every claim — carries the run's
+``mochaos.io/run-id`` label.
 """
 
 from __future__ import annotations
 
-import random
 import time
+from typing import Any
 
+from mochaos import faults
 from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import (
+    API_VERSION,
     CLAIMSET_LABEL,
     PHASE_LABEL,
     POOL_NAME_LABEL,
+    RUN_ID_LABEL,
     SESSIONS_ANNOTATION,
     deleting,
     labels_of,
@@ -26,11 +32,14 @@ from mochaos.observe.history import ActionRecord, History, State
 from mochaos.observe.recorder import Recorder
 from mochaos.operator.target import RunningOperator
 from mochaos.progress import phase
-from mochaos.scenario.actions import Actions
-from mochaos.scenario.agent import UnitAgent
-from mochaos.scenario.predicates import Predicate, claim_bound, named
-from mochaos.scenario.topology import cn_claim, cn_claimset, cn_pool
-from mochaos.scenario.triggers import Triggers
+from mochaos.scenario._predicates import (
+    bound_claims_at_least,
+    bound_of,
+    claim_bound,
+    idle_pods_at_least,
+)
+from mochaos.scenario._triggers import Triggers
+from mochaos.scenario._writes import Writes
 
 BIND_REQUEUE = 5.0
 """The operator passes over a claim again this long (operator seconds) after binding it:
@@ -41,43 +50,38 @@ SYNC_QUIET = 2.5
 than the runtime's 2 s retry after a conflict (reconciler.go:60 of the operator's runtime)."""
 
 
-class Workload:
-    """Topology, agent and sessions of one scenario."""
+class Topology:
+    """The pool, claim sets, claims and sessions of one scenario."""
 
     def __init__(
         self,
-        actions: Actions,
-        agent_actions: Actions,
+        writes: Writes,
         *,
         recorder: Recorder,
         triggers: Triggers,
         operator: RunningOperator,
         run_id: str,
-        rng: random.Random,
         options: CheckOptions,
     ) -> None:
-        self.actions = actions
+        self._writes = writes
         self._recorder = recorder
         self._triggers = triggers
         self._operator = operator
         self._run_id = run_id
         self.waits = operator.waits
         self._options = options
-        self.agent = UnitAgent(agent_actions, recorder, rng=rng, options=options)
         self.claimsets: list[str] = []
         self.claims: list[str] = []
 
     def pool(self, name: str = "pool", *, max_idle: int = 2) -> str:
         """Create a CNPool keeping ``max_idle`` idle pods; wait until they are Idle."""
         spec = self._operator.pool_spec
-        pool = cn_pool(
-            name, run_id=self._run_id, max_idle=max_idle
-        )  # fmt: skip
+        pool = cn_pool(name, run_id=self._run_id, max_idle=max_idle)
         if spec is not None:
             spec.overlay(pool)
         with phase(f"topology: pool {name}"):
-            self.actions.create(pool)
-            self._triggers.wait(
+            self._writes.create(pool)
+            self._triggers.when(
                 idle_pods_at_least(name, max_idle), timeout=self.waits.pool_ready,
                 what=f"{max_idle} Idle pods in pool {name}",
             )  # fmt: skip
@@ -89,7 +93,7 @@ class Workload:
         """Create a CNClaimSet; by default wait until ``replicas`` of its claims are Bound
         (without waiting: [] — call :meth:`bound_claims` later, e.g. after creating others)."""
         with phase(f"topology: claim set {name}"):
-            self.actions.create(
+            self._writes.create(
                 cn_claimset(name, run_id=self._run_id, replicas=replicas, pool=pool)
             )
             self.claimsets.append(name)
@@ -97,15 +101,15 @@ class Workload:
 
     def claim(self, name: str, *, pool: str = "pool", wait_bound: bool = True) -> str:
         """Create a standalone CNClaim (no claim set); by default wait until it is Bound."""
-        self.actions.create(cn_claim(name, run_id=self._run_id, pool=pool))
+        self._writes.create(cn_claim(name, run_id=self._run_id, pool=pool))
         self.claims.append(name)
         if wait_bound:
-            self._triggers.wait(claim_bound(name), timeout=self.waits.bind)
+            self._triggers.when(claim_bound(name), timeout=self.waits.bind)
         return name
 
     def idle_pods(self, pool: str = "pool", *, at_least: int = 1) -> list[str]:
         """Wait until the pool has ``at_least`` Idle pods; return the Idle pods' names."""
-        self._triggers.wait(
+        self._triggers.when(
             idle_pods_at_least(pool, at_least), timeout=self.waits.pool_ready,
             what=f"{at_least} Idle pods in pool {pool}",
         )  # fmt: skip
@@ -117,11 +121,7 @@ class Workload:
 
     def bound_claims(self, claimset: str, n: int) -> list[str]:
         """Wait until ``n`` live claims of the set are Bound; names ordered by their pod's age."""
-        self._triggers.wait(
-            named(f"{n} Bound claims in claim set {claimset}",
-                  lambda s: len(bound_of(s, claimset)) >= n),
-            timeout=self.waits.bind,
-        )  # fmt: skip
+        self._triggers.when(bound_claims_at_least(claimset, n), timeout=self.waits.bind)
         state = self._recorder.snapshot()
         return sorted(bound_of(state, claimset), key=lambda c: _pod_age_key(state, c))
 
@@ -166,21 +166,24 @@ class Workload:
         has it publish the deletion cost within a second instead of up to 30 s later.
         """
         rv = self._operator.sessions.hold(pod, sessions)
-        record = self.actions.record(
-            "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv,
-            component="agent",
-        )  # fmt: skip
-        self.actions.annotate_pod(pod, annotations={SESSIONS_ANNOTATION: str(sessions)})
+        record = self._writes.record(
+            "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv
+        )
+        self._writes.annotate_pod(pod, {SESSIONS_ANNOTATION: str(sessions)})
         return record
 
+    def scale(self, claimset: str, *, replicas: int) -> ActionRecord:
+        """Scale a claim set as the workload does (not a fault: no trigger, no gate)."""
+        return self._writes.as_workload(faults.scale_claimset, claimset, replicas=replicas)
+
     def scale_to_zero(self) -> None:
-        """The epilogue's writes: every claim set to 0, every standalone claim deleted."""
-        self.agent.stop()
+        """The epilogue's writes: every claim set to 0, every standalone claim deleted (one
+        already gone is no surprise)."""
         for cs in self.claimsets:
-            self.actions.scale_claimset(cs, replicas=0)
+            self._writes.as_workload(faults.scale_claimset, cs, replicas=0, tolerate=(404,))
         for claim in self.claims:
             if self._recorder.snapshot().get("CNClaim", claim) is not None:
-                self.actions.delete_claim(claim)
+                self._writes.as_workload(faults.delete_claim, claim, tolerate=(404,))
 
 
 def _settled(history: History, claim: str, bound_by: float, last_by: float) -> bool:
@@ -197,40 +200,55 @@ def _settled(history: History, claim: str, bound_by: float, last_by: float) -> b
     return last <= last_by
 
 
-def idle_pods_at_least(pool: str, n: int) -> Predicate:
-    """At least ``n`` live pods of ``pool`` are Idle."""
-
-    def check(s: State) -> bool:
-        idle = [
-            p
-            for p in s.all("Pod").values()
-            if labels_of(p).get(POOL_NAME_LABEL) == pool
-            and labels_of(p).get(PHASE_LABEL) == "Idle"
-            and not deleting(p)
-        ]
-        return len(idle) >= n
-
-    return named(f"{n} Idle pods in pool {pool}", check)
-
-
-def bound_of(state: State, claimset: str) -> list[str]:
-    """Live claims of ``claimset`` that are Bound to a pod."""
-    return [
-        name
-        for name, c in state.all("CNClaim").items()
-        if labels_of(c).get(CLAIMSET_LABEL) == claimset
-        and not deleting(c)
-        and (c.get("status") or {}).get("phase") == "Bound"
-        and (c.get("spec") or {}).get("podName")
-    ]
-
-
-def bound_pods(state: State) -> list[str]:
-    """Pods in pool phase Bound."""
-    return [n for n, p in state.all("Pod").items() if labels_of(p).get(PHASE_LABEL) == "Bound"]
-
-
 def _pod_age_key(state: State, claim: str) -> tuple[str, str]:
     pod = ((state.get("CNClaim", claim) or {}).get("spec") or {}).get("podName", "")
     created = ((state.get("Pod", pod) or {}).get("metadata") or {}).get("creationTimestamp", "")
     return created, claim
+
+
+def cn_pool(name: str, *, run_id: str, max_idle: int) -> dict[str, Any]:
+    """A CNPool keeping ``max_idle`` idle CN pods; a real cluster's target overlays its
+    template, deps, pod labels and maxPods (mochaos.operator.matrixone.topology.PoolSpec)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "CNPool",
+        "metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id}},
+        "spec": {
+            "template": {"image": "matrixorigin/matrixone:mochaos-model"},
+            "podLabels": {RUN_ID_LABEL: run_id},
+            "deps": {"logSet": {"metadata": {"name": "mochaos"}}},
+            "strategy": {"updateStrategy": {}, "scaleStrategy": {"maxIdle": max_idle}},
+        },
+    }
+
+
+def cn_claimset(name: str, *, run_id: str, replicas: int, pool: str) -> dict[str, Any]:
+    """A CNClaimSet of ``replicas`` claims that bind pods of ``pool``."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "CNClaimSet",
+        "metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {CLAIMSET_LABEL: name}},
+            "template": {
+                "metadata": {
+                    "labels": {RUN_ID_LABEL: run_id, CLAIMSET_LABEL: name, POOL_NAME_LABEL: pool}
+                },
+                "spec": {
+                    "selector": {"matchLabels": {POOL_NAME_LABEL: pool}},
+                    "poolName": pool,
+                },
+            },
+        },
+    }
+
+
+def cn_claim(name: str, *, run_id: str, pool: str) -> dict[str, Any]:
+    """A standalone CNClaim (no claim set) for a pod of ``pool``."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "CNClaim",
+        "metadata": {"name": name, "labels": {RUN_ID_LABEL: run_id, POOL_NAME_LABEL: pool}},
+        "spec": {"selector": {"matchLabels": {POOL_NAME_LABEL: pool}}, "poolName": pool},
+    }

@@ -1,0 +1,289 @@
+"""The one write path of a scenario: every write mo-chaos makes, faults included.
+
+Writes go out through an identity of their own (user agent ``mochaos/chaos`` for the
+topology and the faults, ``mochaos/agent`` for the platform agent) and only ever into the
+one namespace the run created and labelled (anything else is refused before any write).
+Each write's ActionRecord is appended before it is sent (an intent: whatever the write
+causes comes after it in the history) and completed with the resourceVersion the apiserver
+gave it, or with the apiserver's answer. A write given a trigger passes the gate
+(:mod:`._gate`) before it is sent and leaves its proof there after.
+
+A write the apiserver refused (a 4xx answer: the object is gone, a conflict, invalid) makes
+the scenario inconclusive at once, with the apiserver's answer in the message — it did not
+happen, so nothing can be said of the interleaving it was for — unless the caller expects
+that answer (``tolerate``: the agent's retries on a claim being deleted, the epilogue's
+deletion of a claim already gone). An apiserver that does not answer, errs (5xx) or
+refuses our credentials (401/403) is an infrastructure error.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from mochaos.ctrl.objects import RUN_ID_LABEL
+from mochaos.ctrl.rest import KINDS, ApiError, Kube, Unreachable
+from mochaos.errors import Inconclusive, InfraError, UsageError
+from mochaos.faults import Fault, FaultKind, ObjectWrite, OperatorCall, Proof
+from mochaos.observe.history import ActionRecord, State
+from mochaos.observe.recorder import Recorder
+from mochaos.operator.target import RunningOperator
+from mochaos.progress import LOGGER
+from mochaos.scenario._gate import Fired, Gate
+
+CHAOS = "mochaos/chaos"
+"""The user agent (and the history's component, ``chaos``) of the topology and the faults."""
+AGENT = "mochaos/agent"
+"""The user agent of the platform agent's writes (component ``agent``)."""
+PROBE_ANNOTATION = "mochaos.io/window-probe"
+"""Set on the test namespace by a probe write: its resourceVersion dates an operator fault."""
+MERGE_PATCH = "application/merge-patch+json"
+ANY_REFUSAL = range(400, 500)
+"""``tolerate`` for a write whose refusal is expected whatever it says (the agent's retries)."""
+
+
+class ScopeError(UsageError):
+    """An action was aimed outside the namespaces this run created."""
+
+
+def check_scope(kube: Kube, namespace: str, run_id: str) -> None:
+    """Refuse to act unless ``namespace`` carries this run's id label."""
+    try:
+        ns = kube.request("GET", f"/api/v1/namespaces/{namespace}")
+    except ApiError as err:
+        raise ScopeError(
+            f"namespace {namespace} cannot be read ({err.status})",
+            hint="chaos acts only in namespaces the run created",
+        ) from err
+    labels = (ns.get("metadata") or {}).get("labels") or {}
+    if labels.get(RUN_ID_LABEL) != run_id:
+        raise ScopeError(
+            f"namespace {namespace} was not created by this run (label {RUN_ID_LABEL}="
+            f"{labels.get(RUN_ID_LABEL)!r}, run {run_id})",
+            hint="use the `namespace` fixture; mo-chaos never acts elsewhere",
+        )
+
+
+def _rv_of(obj: Any) -> int | None:
+    rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return int(rv) if rv else None
+
+
+def _answer(err: ApiError) -> str:
+    """The apiserver's answer in one line: ``404 NotFound: pods "x" not found``."""
+    head = f"{err.status} {err.reason}".strip()
+    return f"{head}: {err.message}" if err.message and err.message != head else head
+
+
+class Writes:
+    """The write path of one identity in one namespace (see the module docstring)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        namespace: str,
+        run_id: str,
+        recorder: Recorder,
+        gate: Gate,
+        operator: RunningOperator | None,
+        component: str,
+    ) -> None:
+        self.namespace = namespace
+        self._kube = kube
+        self._recorder = recorder
+        self._gate = gate
+        self._operator = operator
+        self._component = component
+        self._probes = 0
+        self._lock = threading.Lock()
+        check_scope(kube, namespace, run_id)
+
+    # -- recording -----------------------------------------------------------------------
+
+    def record(
+        self,
+        action: str,
+        kind: str,
+        name: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        trigger: Fired | None = None,
+        write_rv: int | None = None,
+        fault: str | None = None,
+        intent: bool = False,
+    ) -> ActionRecord:
+        """Record an action (one this path sends, or one made elsewhere: held sessions).
+        ``intent``: recorded before the write is sent, completed when it returns."""
+        return self._recorder.record_action(
+            action=action,
+            kind=kind,
+            name=name,
+            params=dict(params or {}),
+            trigger=trigger.name if trigger else None,
+            trigger_rv=trigger.rv if trigger else None,
+            write_rv=write_rv,
+            component=self._component,
+            intent=intent,
+            fault=fault,
+        )
+
+    def send(
+        self,
+        action: str,
+        kind: str,
+        name: str,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = MERGE_PATCH,
+        params: Mapping[str, Any] | None = None,
+        trigger: object = None,
+        fault: str | None = None,
+        tolerate: Collection[int] = (),
+    ) -> ActionRecord:
+        """Send one write: gate, intent, the request, its record completed with the result.
+        Raises Inconclusive when the apiserver refused it (unless its status is in
+        ``tolerate``: the refused record is returned), InfraError when it did not answer."""
+        fired = self._gate.admit(trigger)
+        intent = self.record(action, kind, name, params=params, trigger=fired, fault=fault,
+                             intent=True)  # fmt: skip
+        try:
+            result = self._kube.request(method, path, body=body, content_type=content_type)
+        except ApiError as err:
+            answer = _answer(err)
+            refused = self._recorder.complete_action(intent.seq, error=answer)
+            what = f"{action} {kind}/{name}"
+            if isinstance(err, Unreachable) or err.status in (401, 403) or err.status >= 500:
+                raise InfraError(f"{what}: the apiserver answered {answer}") from err
+            if err.status in tolerate:
+                return refused
+            self._gate.refused(f"{what} did not land: the apiserver answered {answer}")
+            raise Inconclusive(f"{what} did not land: the apiserver answered {answer}") from err
+        except BaseException as err:
+            self._recorder.complete_action(intent.seq, error=f"{type(err).__name__}: {err}")
+            raise
+        done = self._recorder.complete_action(intent.seq, write_rv=_rv_of(result))
+        self._gate.landed(done, fired)
+        return done
+
+    def _object_write(
+        self, kind: str, name: str, write: ObjectWrite, params: Mapping[str, Any], **send: Any
+    ) -> ActionRecord:
+        path = KINDS[kind].path(self.namespace, name, write.subresource or None)
+        body = write.body(params) if write.body is not None else None
+        return self.send(send.pop("action"), kind, name, write.method, path, body=body,
+                         params=params, **send)  # fmt: skip
+
+    # -- the topology's and the agent's writes -------------------------------------------
+
+    def create(self, obj: dict[str, Any]) -> ActionRecord:
+        """Create one object of the topology (CNPool, CNClaimSet, CNClaim) in the namespace."""
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        obj["metadata"]["namespace"] = self.namespace
+        path = KINDS[kind].path(self.namespace)
+        return self.send("create", kind, name, "POST", path, body=obj,
+                         content_type="application/json")  # fmt: skip
+
+    def as_workload(
+        self, kind: FaultKind, target: str, *, tolerate: Collection[int] = (), **params: Any
+    ) -> ActionRecord:
+        """The write a fault of ``kind`` makes, made as the workload's own (no fault, no
+        gate): the epilogue's scale to 0 and deletions, a workload's scaling."""
+        write = kind.apply
+        assert isinstance(write, ObjectWrite), f"{kind.name} is not a write"
+        return self._object_write(kind.target_kind or "", target, write, params,
+                                  action=kind.action, tolerate=tolerate)  # fmt: skip
+
+    def annotate_pod(self, pod: str, annotations: dict[str, str | None]) -> ActionRecord:
+        """Set (or, with None, remove) pod annotations, e.g. the MO session score."""
+        path = KINDS["Pod"].path(self.namespace, pod)
+        body = {"metadata": {"annotations": annotations}}
+        return self.send("annotate_pod", "Pod", pod, "PATCH", path, body=body,
+                         params={"annotations": annotations})  # fmt: skip
+
+    def patch_claim_spec(
+        self,
+        claim: str,
+        spec: dict[str, Any],
+        *,
+        action: str,
+        params: dict[str, Any],
+        annotations: dict[str, str] | None = None,
+        trigger: object = None,
+        tolerate: Collection[int] = (),
+    ) -> ActionRecord:
+        """A JSON merge patch of a claim's spec (and annotations), as an external actor
+        sends it."""
+        body: dict[str, Any] = {"spec": spec}
+        if annotations:
+            body["metadata"] = {"annotations": annotations}
+        return self.send(action, "CNClaim", claim, "PATCH",
+                         KINDS["CNClaim"].path(self.namespace, claim), body=body, params=params,
+                         trigger=trigger, tolerate=tolerate)  # fmt: skip
+
+    def probe(self) -> ActionRecord:
+        """A write to the test namespace that only dates a moment: its resourceVersion is on
+        the one etcd clock of every object, so a trigger can be re-checked at it."""
+        with self._lock:
+            self._probes += 1
+            n = self._probes
+        body = {"metadata": {"annotations": {PROBE_ANNOTATION: str(n)}}}
+        return self.send("window_probe", "Namespace", self.namespace, "PATCH",
+                         f"/api/v1/namespaces/{self.namespace}", body=body)  # fmt: skip
+
+    # -- faults --------------------------------------------------------------------------
+
+    def inject(self, fault: Fault, *, trigger: object = None, state: State) -> ActionRecord:
+        """Apply ``fault`` as its kind says (:mod:`mochaos.faults`), gated by ``trigger``;
+        ``state`` is the recorded state its derived parameters are read from."""
+        kind = fault.kind
+        fired = self._gate.admit(trigger)
+        params = dict(fault.params)
+        if kind.derive is not None:
+            obj = state.get(kind.target_kind or "", fault.target)
+            if obj is None:
+                raise Inconclusive(f"{fault.label}: {kind.target_kind} {fault.target} is gone")
+            params.update(kind.derive(obj))
+        if isinstance(kind.apply, ObjectWrite):
+            record = self._object_write(
+                kind.target_kind or "", fault.target, kind.apply, params, action=kind.action,
+                trigger=fired, fault=kind.name,
+            )  # fmt: skip
+        else:
+            record = self._operator_fault(fault, kind.apply, params, fired)
+        LOGGER.info("fault injected: %s%s", fault.label, f" (when {fired.name})" if fired else "")
+        return record
+
+    def _operator_fault(
+        self, fault: Fault, call: OperatorCall, params: dict[str, Any], fired: Fired | None
+    ) -> ActionRecord:
+        """An operator fault makes no write: a probe write dates it (just before a restart,
+        just after a kill or a freeze) when its trigger is a state."""
+        if self._operator is None:
+            raise UsageError(
+                f"{fault.label} needs an operator target", hint="use the operator fixture"
+            )
+        kind, operator = fault.kind, self._operator
+        dated = fired is not None and fired.predicate is not None
+        probe = self.probe() if dated and kind.proof is Proof.PROBE_BEFORE else None
+        if call.method == "pause":
+            operator.pause(params["seconds"])
+        else:
+            getattr(operator, call.method)()
+        shown = {k: v for k, v in params.items() if v is not None}
+        record = self.record(kind.action, "Operator", "operator", params=shown, trigger=fired,
+                             fault=kind.name)  # fmt: skip
+        if dated and kind.proof is Proof.PROBE_AFTER:
+            probe = self.probe()
+        if probe is not None:
+            self._gate.landed(probe, fired, also=record)
+        elif fired is not None:
+            self._gate.landed(record, fired)
+        if params.get("downtime") is not None:  # a crashed pod, restarted by its kubelet
+            threading.Event().wait(params["downtime"])
+            operator.restart()
+            self.record("restart_operator", "Operator", "operator")
+        return record
