@@ -35,11 +35,15 @@ SEVERITY = (OK, INCONCLUSIVE, OPERATOR_FAILED, INFRA, USAGE)
 everything, a broken run hides a verdict, a failure hides an inconclusive run."""
 
 
-def of_counts(counts: Mapping[str, int]) -> int:
+def of_counts(counts: Mapping[str, int], *, usage_errors: int = 0, usage: int = USAGE) -> int:
     """The status of a run from its outcome counts (``summary.json``'s ``counts``): a
-    failure first, then an infrastructure error, then an inconclusive scenario."""
+    failure first, then a usage error (``usage``: the front end's code for it, the
+    command's 2 or pytest's 4), then an infrastructure error, then an inconclusive
+    scenario."""
     if counts.get("failed"):
         return OPERATOR_FAILED
+    if usage_errors:
+        return usage
     if counts.get("error"):
         return INFRA
     if counts.get("inconclusive"):
@@ -51,13 +55,20 @@ PYTEST_BROKE = {2: "interrupted", PYTEST_USAGE: "usage error"}
 """Statuses of a pytest run that say it broke whatever its summary holds."""
 
 
-def unexplained(code: int, counts: Mapping[str, int]) -> str:
+def of_summary(summary: Mapping[str, object], *, usage: int = USAGE) -> int:
+    """:func:`of_counts` of a run's ``summary.json``."""
+    counts = summary.get("counts") or {}
+    return of_counts(counts, usage_errors=int(summary.get("usage_errors") or 0),  # type: ignore[arg-type]
+                     usage=usage)  # fmt: skip
+
+
+def unexplained(code: int, summary: Mapping[str, object]) -> str:
     """Why a child pytest run's status says it broke, "" when its summary's outcomes explain
-    it: interrupted, its arguments refused, or a status the outcomes do not give (pytest's
-    internal error, a failure outside the scenarios)."""
-    if code in PYTEST_BROKE:
+    it: interrupted, or a status the outcomes do not give (pytest's internal error, a
+    failure outside the scenarios, its arguments refused before any scenario ran)."""
+    if code == 2:
         return f"pytest exit {code} ({PYTEST_BROKE[code]})"
-    expected = of_counts(counts)
+    expected = of_summary(summary, usage=PYTEST_USAGE)
     if code != expected:
         return f"pytest exit {code}, but its summary's outcomes say {expected}"
     return ""

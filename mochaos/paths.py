@@ -40,3 +40,10 @@ def machine_file(name: str) -> Path:
     """A file every mo-chaos on this machine shares (beside :func:`machine_lock`'s), such as
     the list of kwok work folders whose clusters hold ports."""
     return Path(tempfile.gettempdir()) / f"mochaos-{name}"
+
+
+def go_module(name: str) -> Path:
+    """The folder of one of mo-chaos's own Go modules (``go/<name>`` in a checkout; in an
+    installed wheel, the copy shipped inside the package, without its tests)."""
+    checkout = Path(__file__).resolve().parents[1] / "go" / name
+    return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "_go" / name

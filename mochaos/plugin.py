@@ -363,18 +363,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if cfg is not None and cfg.shard and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         progress.announce(f"shard {cfg.shard}: no scenario of this selection fell to this shard")
         session.exitstatus = pytest.ExitCode.OK
-    counts = _merge_summary(session.config)
-    if counts is not None and session.exitstatus in (
-        pytest.ExitCode.OK,
-        pytest.ExitCode.TESTS_FAILED,
-    ):
-        status = exits.of_counts(counts)
+    summary = _merge_summary(session.config)
+    decided = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    if summary is not None and session.exitstatus in decided:
+        status = exits.of_summary(summary, usage=exits.PYTEST_USAGE)
         if status != exits.OK:
             session.exitstatus = status
 
 
-def _merge_summary(config: pytest.Config) -> dict[str, int] | None:
-    """Merge the run's summary (None when this run has no scenario result); its counts."""
+def _merge_summary(config: pytest.Config) -> dict[str, Any] | None:
+    """Merge the run's summary.json (None when this run has no scenario result)."""
     cfg = config.stash.get(RUN_CONFIG_KEY, None)
     if cfg is None or not cfg.run_dir.is_dir():
         return None
@@ -399,7 +397,7 @@ def _merge_summary(config: pytest.Config) -> dict[str, int] | None:
         },
     )
     write_index(cfg.run_dir, title=f"mo-chaos run {cfg.run_id} — {cfg.operator}")
-    return json.loads(path.read_text(encoding="utf-8"))["counts"]
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -71,7 +71,7 @@ def _unstarted(item: pytest.Item, raised: BaseException) -> ScenarioResult:
     return ScenarioResult(
         nodeid=test_id(item), outcome=outcome, operator_target=cfg.operator,
         cluster_provider=cfg.cluster, seed=cfg.chaos_seed, message=message[:2000],
-        phase=where if outcome == "error" else "",
+        phase=where if outcome == "error" else "", usage_error=isinstance(raised, UsageError),
     )  # fmt: skip
 
 

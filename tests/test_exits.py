@@ -34,11 +34,19 @@ def test_the_worst_status_wins():
     assert exits.worst([0, 99]) == 99  # unknown: at least a broken run
 
 
+def test_a_usage_error_inside_a_test_is_the_front_ends_usage_status():
+    summary = {"counts": {"passed": 1, "error": 2}, "usage_errors": 1}
+    assert exits.of_summary(summary) == exits.USAGE
+    assert exits.of_summary(summary, usage=exits.PYTEST_USAGE) == exits.PYTEST_USAGE
+    assert exits.of_summary({"counts": {"failed": 1, "error": 1}, "usage_errors": 1}) == 1
+    assert exits.of_summary({"counts": {"error": 1}}) == exits.INFRA
+
+
 def test_a_child_runs_status_its_summary_does_not_explain_is_named():
-    assert exits.unexplained(1, {"failed": 1}) == ""
-    assert exits.unexplained(6, {"inconclusive": 1}) == ""
-    assert exits.unexplained(2, {"passed": 1}) == "pytest exit 2 (interrupted)"
-    assert exits.unexplained(4, {}) == "pytest exit 4 (usage error)"
-    assert exits.unexplained(3, {"passed": 1}) == (
+    assert exits.unexplained(1, {"counts": {"failed": 1}}) == ""
+    assert exits.unexplained(6, {"counts": {"inconclusive": 1}}) == ""
+    assert exits.unexplained(4, {"counts": {"error": 1}, "usage_errors": 1}) == ""
+    assert exits.unexplained(2, {"counts": {"passed": 1}}) == "pytest exit 2 (interrupted)"
+    assert exits.unexplained(3, {"counts": {"passed": 1}}) == (
         "pytest exit 3, but its summary's outcomes say 0"
     )

@@ -91,7 +91,7 @@ class Explorer:
         code = self._run_pytest(self._pytest_args(path, batch_dir, total))
         summary = _read_summary(batch_dir)
         why = (f"no {SUMMARY_FILE} (pytest exit {code})" if summary is None
-               else exits.unexplained(code, summary.get("counts") or {}))  # fmt: skip
+               else exits.unexplained(code, summary))  # fmt: skip
         if why:
             raise InfraError(f"explore batch {what} broke: {why}",
                              hint=f"see the reports in {batch_dir}")  # fmt: skip

@@ -98,8 +98,8 @@ def merge(shards: list[Path], out: Path) -> Path:
 
 
 def exit_status(summary_path: Path) -> int:
-    """The merged run's status by the one table (:func:`mochaos.exits.of_counts`)."""
-    return exits.of_counts(json.loads(summary_path.read_text(encoding="utf-8")).get("counts", {}))
+    """The merged run's status by the one table (:func:`mochaos.exits.of_summary`)."""
+    return exits.of_summary(json.loads(summary_path.read_text(encoding="utf-8")))
 
 
 def verdict_table(run_folder: Path) -> dict[str, tuple[str, tuple[str, ...]]]:

@@ -115,13 +115,13 @@ def _read_summary(reports_dir: Path) -> tuple[dict[str, Any] | None, str]:
 
 def _run_problem(exit_code: int, summary: dict[str, Any] | None, why_missing: str) -> str:
     """Why a run as a whole cannot be trusted ("" when it can)."""
-    if exit_code in exits.PYTEST_BROKE:
-        return exits.unexplained(exit_code, {})
+    if summary is None and exit_code in exits.PYTEST_BROKE:
+        return f"pytest exit {exit_code} ({exits.PYTEST_BROKE[exit_code]})"
     if summary is None:
         return f"{why_missing} (pytest exit {exit_code})"
     if not summary.get("tests"):
         return "summary lists no tests"
-    return exits.unexplained(exit_code, summary.get("counts") or {})
+    return exits.unexplained(exit_code, summary)
 
 
 def _pct(rate: float | None) -> str:

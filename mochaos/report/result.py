@@ -44,6 +44,9 @@ class ScenarioResult:
     artifacts: dict[str, str] = field(default_factory=dict)
     phase: str = ""
     """The mo-chaos phase an error happened in (empty unless the outcome is ``error``)."""
+    usage_error: bool = False
+    """An ``error`` that is the user's input's (a bad option, a misused scenario API): the
+    run exits with the usage status (mochaos.exits), not the infrastructure one."""
     phases: list[dict[str, Any]] = field(default_factory=list)
     """The test's phases in order: name, seconds, ok."""
     findings: list[str] = field(default_factory=list)

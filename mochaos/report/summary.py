@@ -53,14 +53,17 @@ def merge_summary(run_dir: Path, *, meta: dict[str, Any]) -> Path:
     """Build ``run_dir/summary.json`` from every test's ``result.json``; return its path.
 
     ``meta`` adds run-wide fields (operator_target, operator_version,
-    cluster_provider, k8s_version). ``counts`` has every outcome, zeros included.
+    cluster_provider, k8s_version). ``counts`` has every outcome, zeros included;
+    ``usage_errors`` how many of the errors were the user's input's.
     """
     tests = read_results(run_dir)
     counts = dict.fromkeys(OUTCOMES, 0)
     for data in tests:
         outcome = str(data.get("outcome", "error"))
         counts[outcome] = counts.get(outcome, 0) + 1
-    summary = {"run_id": run_dir.resolve().name, **meta, "tests": tests, "counts": counts}
+    usage = sum(1 for data in tests if data.get("usage_error"))
+    summary = {"run_id": run_dir.resolve().name, **meta, "tests": tests, "counts": counts,
+               "usage_errors": usage}  # fmt: skip
     path = run_dir / SUMMARY_FILE
     _write_json(path, summary)
     return path

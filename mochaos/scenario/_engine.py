@@ -211,10 +211,12 @@ class Scenario(Triggers):
                 "(a defect of the test, not a verdict on the operator)"
             )
         self.checker.close()
-        return self.checker.result(
+        result = self.checker.result(
             nodeid=self.nodeid, outcome=outcome, message=message,
             phase=where if outcome == "error" else "",
         )  # fmt: skip
+        result.usage_error = isinstance(raised, UsageError)
+        return result
 
     @property
     def detections(self) -> dict[str, Detection]:

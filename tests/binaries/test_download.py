@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from mochaos import exits
 from mochaos.binaries import control_plane, download
 from mochaos.binaries.component import Component
 from mochaos.binaries.download import (
@@ -27,7 +28,7 @@ from mochaos.binaries.download import (
     Unavailable,
     obtain,
 )
-from mochaos.errors import EXIT_INFRA, UsageError
+from mochaos.errors import UsageError
 from mochaos.paths import cache_dir
 
 ARCH = download.release_arch()
@@ -321,7 +322,7 @@ def test_a_404_fails_download_mode_in_one_line(server: Server) -> None:
         fetch(server, [K8S])
     assert str(err.value).startswith("release binaries not available (127.0.0.1:")
     assert "HTTP 404" in str(err.value) and "/kubectl" in str(err.value)
-    assert "\n" not in str(err.value) and err.value.exit_code == EXIT_INFRA
+    assert "\n" not in str(err.value) and err.value.exit_code == exits.INFRA
     assert not K8S.is_built()
 
 
@@ -529,6 +530,6 @@ def test_offline_without_go_the_command_says_both_in_order(server: Server, tmp_p
         timeout=60,
     )
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == EXIT_INFRA, proc.stderr
+    assert proc.returncode == exits.INFRA, proc.stderr
     assert lines[-2].startswith("mo-chaos: release binaries not available (127.0.0.1:")
     assert lines[-1] == "mo-chaos: go not found: install Go >= 1.26 and put it on PATH"

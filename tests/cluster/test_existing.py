@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mochaos import exits
 from mochaos.cluster.existing import ExistingProvider
 from mochaos.ctrl.objects import RUN_ID_LABEL
-from mochaos.errors import EXIT_USAGE, UsageError
+from mochaos.errors import UsageError
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def test_a_context_not_allow_listed_is_refused_before_any_connection(
         "context 'shared-prod' is not allow-listed (allowed: dev-sandbox): "
         "pass --mochaos-allow-context=shared-prod if chaos may run on that cluster"
     )
-    assert info.value.exit_code == EXIT_USAGE
+    assert info.value.exit_code == exits.USAGE
     assert connections(listener) == 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mochaos import exits
 from mochaos.cluster.engine_host import RUNTIME_NAME
 from mochaos.cluster.host_facts import HostFacts
 from mochaos.cluster.kind import KindProvider
@@ -21,7 +22,7 @@ from mochaos.cluster.kind_config import (
     kind_config,
     node_kubernetes_version,
 )
-from mochaos.errors import EXIT_INFRA, BuildError, InfraError, UsageError
+from mochaos.errors import BuildError, InfraError, UsageError
 from mochaos.tooling.runner import RecordingRunner, Result
 
 KIND_OK = "kind v0.33.0 go1.26.8 linux/amd64\n"
@@ -323,7 +324,7 @@ def test_missing_kind_is_built_from_its_module_and_a_failed_build_says_why(
     with pytest.raises(InfraError) as info:
         p.up()
     assert str(info.value) == "go not found: install Go >= 1.26 and put it on PATH"
-    assert info.value.exit_code == EXIT_INFRA
+    assert info.value.exit_code == exits.INFRA
 
 
 def test_missing_docker_cli_is_an_infra_error(tmp_path: Path) -> None:

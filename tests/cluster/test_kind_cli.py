@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from mochaos import exits
 from mochaos.cluster.host_facts import HostFacts
 from mochaos.cluster.kind import KIND, KindProvider
-from mochaos.errors import EXIT_INFRA, InfraError
+from mochaos.errors import InfraError
 from mochaos.tooling.runner import SubprocessRunner
 from mochaos.tooling.tools import check_version
 
@@ -74,7 +75,7 @@ def test_real_kind_without_a_docker_engine_is_an_infra_error(
     with pytest.raises(InfraError) as info:
         provider.ensure_cluster()
     text = str(info.value)
-    assert info.value.exit_code == EXIT_INFRA
+    assert info.value.exit_code == exits.INFRA
     assert "\n" not in text
     assert text.startswith("kind get clusters failed (exit 1): ")
     assert "Cannot connect to the Docker daemon at unix:///nonexistent/mochaos/docker.sock" in text

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mochaos.errors import EXIT_INFRA, BuildError, InfraError
+from mochaos import exits
+from mochaos.errors import BuildError, InfraError
 from mochaos.kube import Cluster
 from mochaos.operator.helm import (
     KRUISE_FEATURE_GATES,
@@ -185,7 +186,7 @@ def test_missing_helm_is_built_from_its_module_and_a_failed_build_says_why(
             helm_home=tmp_path, search_path=str(tmp_path), build_helm=no_go,
         )  # fmt: skip
     assert str(info.value) == "go not found: install Go >= 1.26 and put it on PATH"
-    assert info.value.exit_code == EXIT_INFRA
+    assert info.value.exit_code == exits.INFRA
     assert runner.calls == []
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.errors import EXIT_USAGE, InfraError, UsageError
+from mochaos import exits
+from mochaos.errors import InfraError, UsageError
 from mochaos.operator import parse_target
 from mochaos.operator.chart_target import ImageTarget
 from mochaos.operator.helm import KRUISE_IMAGE, ChartOptions
@@ -39,7 +40,7 @@ def test_image_target_spec_version_and_images() -> None:
 def test_image_target_refuses_bad_input() -> None:
     with pytest.raises(UsageError, match="uses a digest") as info:
         ImageTarget(ref="matrixorigin/matrixone-operator@sha256:" + "0" * 64)
-    assert info.value.exit_code == EXIT_USAGE
+    assert info.value.exit_code == exits.USAGE
     with pytest.raises(UsageError, match="unknown MinIO mode 'cloud'"):
         ImageTarget(ref=REF, minio="cloud")
 

@@ -39,7 +39,7 @@ def test_the_suites_are_an_importable_package(wheel):
 def test_the_exploration_entry_ships_with_the_package(wheel):
     files = names(wheel)
     assert "mochaos/explore/test_explore.py" in files  # pytest --pyargs mochaos.explore
-    assert "mochaos/scenario/workloads.py" in files
+    assert "mochaos/scenario/_workloads.py" in files
 
 
 def test_manifests_and_schemas_are_package_data(wheel):

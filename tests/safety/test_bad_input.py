@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mochaos import exits
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError
 from mochaos.operator.process import OperatorProcess
@@ -95,7 +96,7 @@ def one_line_error(run: ChildRun, kind: str, *needles: str) -> str:
         assert needle in line, (needle, line)
     # "what is wrong: what to do": a hint after the reason.
     assert ": " in line.removeprefix(kind).split("': ", 1)[1], line
-    assert run.exit_code == 1, run.output[-2000:]
+    assert run.exit_code == exits.INFRA, run.output[-2000:]  # not 1: no operator failed
     return line
 
 
@@ -269,13 +270,13 @@ def test_qualify_exits_3_when_the_runs_hit_an_infrastructure_error(tmp_path, tak
     assert "1 error" in proc.stdout, proc.stdout
 
 
-def test_qualify_exits_3_on_bad_input_found_inside_the_runs(tmp_path):
-    # A usage error only the child pytest can see (its --kubeconfig): the runs error, and
-    # qualify cannot tell usage from infrastructure there (see the report's proposal).
+def test_qualify_exits_2_on_bad_input_found_inside_the_runs(tmp_path):
+    # A usage error only the child pytest can see (its --kubeconfig): it exits with
+    # pytest's usage status (4), which qualify turns into its own (2), by the one table.
     missing = tmp_path / "no-such-kubeconfig"
     proc = qualify(tmp_path, "model:fixed", f"--mochaos-kubeconfig={missing}",
                    "--mochaos-allow-context=dead", "--mochaos-cluster=existing")  # fmt: skip
-    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.returncode == 2, proc.stdout + proc.stderr
 
 
 def test_a_negative_warm_namespace_count_is_a_usage_error(child):

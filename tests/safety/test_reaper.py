@@ -178,21 +178,35 @@ def test_a_gone_cluster_is_not_retried(state):
     assert not path.exists()
 
 
-def test_findings_of_a_finished_teardown_go_to_the_killed_tests_result(state, tmp_path):
+def test_a_killed_tests_result_is_written_with_the_findings_of_its_finished_teardown(
+    state, tmp_path
+):
     from mochaos.report.result import ScenarioResult
-    from mochaos.report.summary import write_result
-    from mochaos.report.testreport import add_findings
+    from mochaos.report.testreport import write_killed
 
     folder = tmp_path / "reports" / "run" / "suites.test_x"
-    write_result(folder, ScenarioResult(nodeid="suites/test_x.py::test_x", outcome="passed"))
+    kept = ScenarioResult(nodeid="suites/test_x.py::test_x", outcome="passed").to_dict()
     write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
-                namespaces={"mc-x": {"kubeconfig": "/kc", "report": str(folder)}})  # fmt: skip
+                namespaces={"mc-x": {"kubeconfig": "/kc", "report": str(folder),
+                                     "result": kept}})  # fmt: skip
     finding = "finalizer mochaos.io/hold on Pod/p had to be removed by mo-chaos"
-    lines = runstate.reap(lambda ns, kc, ctx: [finding], add_findings)
+    lines = runstate.reap(lambda ns, kc, ctx: [finding], write_killed)
     assert lines == ["deleted stale namespace mc-x", f"  {finding}"]
     result = json.loads((folder / "result.json").read_text())
     assert result["findings"] == [finding]
-    assert result["outcome"] == "passed"
+    assert (result["outcome"], result["nodeid"]) == ("passed", "suites/test_x.py::test_x")
+
+
+def test_a_test_killed_before_its_result_was_kept_gets_an_error_result(state, tmp_path):
+    from mochaos.report.testreport import write_killed
+
+    folder = tmp_path / "reports" / "run" / "suites.test_y"
+    write_state(state, owner=dead_pid(), owner_cmdline=["pytest", "gone"], pids={},
+                namespaces={"mc-y": {"kubeconfig": "/kc", "report": str(folder)}})  # fmt: skip
+    runstate.reap(lambda ns, kc, ctx: [], write_killed)
+    result = json.loads((folder / "result.json").read_text())
+    assert (result["outcome"], result["phase"]) == ("error", "killed")
+    assert result["message"].startswith("the run was killed before this test ended")
 
 
 def test_each_item_is_crossed_off_as_soon_as_it_is_done(state, sleeper):

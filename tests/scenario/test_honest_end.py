@@ -51,4 +51,6 @@ def test_no_mistake_is_reported_as_passed(tmp_path: Path) -> None:
         assert case.properties["verdict"] == outcome, (name, case.properties)
         assert case.outcome == JUNIT[outcome], (name, case.outcome)
     assert summary["counts"]["passed"] == 0
-    assert run.exit_code == exits.of_counts(summary["counts"]) == exits.INFRA
+    # The misused trigger is the test's usage error: pytest's usage status, by the one table.
+    assert summary["usage_errors"] == 1
+    assert run.exit_code == exits.of_summary(summary, usage=exits.PYTEST_USAGE) == 4

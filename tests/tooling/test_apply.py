@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.errors import EXIT_USAGE, UsageError
+from mochaos import exits
+from mochaos.errors import UsageError
 from mochaos.tooling.apply import render_manifest
 
 
@@ -17,4 +18,4 @@ def test_render_manifest_fills_values_and_names_a_missing_one(tmp_path: Path) ->
     with pytest.raises(UsageError) as info:
         render_manifest(template, {"x": "one"})
     assert str(info.value) == "manifest t.yaml needs a value for ${n}: pass it to the renderer"
-    assert info.value.exit_code == EXIT_USAGE
+    assert info.value.exit_code == exits.USAGE

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from mochaos.errors import EXIT_INFRA, InfraError
+from mochaos import exits
+from mochaos.errors import InfraError
 from mochaos.tooling.extras import import_extra
 
 
@@ -21,5 +22,5 @@ def test_a_missing_module_names_the_extra_to_install() -> None:
         "Python module testcontainers.community.not_a_module is not installed "
         "(MinIO runs as a testcontainer): install mo-chaos[kind], e.g. `pip install -e '.[kind]'`"
     )
-    assert info.value.exit_code == EXIT_INFRA
+    assert info.value.exit_code == exits.INFRA
     assert "Docker" not in str(info.value) and "network" not in str(info.value)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.errors import EXIT_INFRA, InfraError
+from mochaos import exits
+from mochaos.errors import InfraError
 from mochaos.tooling.runner import RecordingRunner, Result, SubprocessRunner, reason
 
 PY = sys.executable
@@ -37,7 +38,7 @@ def test_subprocess_runner_failure_is_one_line_infra_error() -> None:
     with pytest.raises(InfraError) as info:
         runner([PY, "-c", script], what="kind create cluster x", hint="do this")
     assert str(info.value) == "kind create cluster x failed (exit 4): the reason: do this"
-    assert info.value.exit_code == EXIT_INFRA
+    assert info.value.exit_code == exits.INFRA
     assert "\n" not in str(info.value)
 
 

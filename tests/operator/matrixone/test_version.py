@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mochaos.errors import EXIT_USAGE, UsageError
+from mochaos import exits
+from mochaos.errors import UsageError
 from mochaos.operator.matrixone.version import mo_semantic_version, semantic_version
 
 
@@ -42,7 +43,7 @@ def test_a_nightly_tag_needs_the_version_named() -> None:
         "webhook rejects MatrixOne objects without one: pass --mochaos-mo-version=<x.y.z>, the "
         "MatrixOne version the image was built from"
     )
-    assert info.value.exit_code == EXIT_USAGE
+    assert info.value.exit_code == exits.USAGE
     assert mo_semantic_version("matrixorigin/matrixone:nightly-4a4c2b8c", "2.1.0") == "2.1.0"
 
 
