@@ -11,6 +11,7 @@ TESTS = ROOT / "tests"
 ACROSS = {
     "ci": "the operator's CI workflows of docs/ci/, linted and run",
     "docs": "the runnable blocks of docs/",
+    "lab": "the lab's experiments beside the package (lab/: the trial of the operator's pods)",
     "packaging": "the built wheel",
     "safety": "crashes, kills and cleanup across the units",
 }

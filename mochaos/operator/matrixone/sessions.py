@@ -20,7 +20,7 @@ every session we open starts with that preamble, as the proxy's would; no
 proxy runs, so nothing migrates the sessions away and a drain stays open
 until we release them (or the operator's drain timeout passes). Written from
 the MatrixOne revision the operator pins (fa8af5c4dad4) and run against a real
-1.2.3 CN started by the operator's own start script (``mochaos.operator.trial``):
+1.2.3 CN started by the operator's own start script (the lab's trial, ``lab/trial/``):
 ``show processlist`` lists the held sessions with ``client_host`` = our
 ``CLIENT_ADDR`` and ``proxy_host`` set, i.e. ``FromProxy``; without the preamble
 the same sessions are listed with the peer's address and no proxy host.

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from mochaos.errors import InfraError
-from mochaos.operator.trial.render import ADMISSION, MAIN, render
+
+from trial.render import ADMISSION, MAIN, render
 
 
 def _binary(tmp_path: Path, script: str) -> Path:

@@ -1,4 +1,4 @@
-// Copied by mo-chaos's image trial (mochaos/operator/trial) into a temporary copy of a
+// Copied by mo-chaos's image trial (lab/trial) into a temporary copy of a
 // matrixone-operator checkout, as pkg/webhook/zz_mochaos_admission.go: it lets the trial's
 // renderer admit a LogSet, DNSet or CNSet through the operator's own defaulting and
 // validating webhooks, as the apiserver does on create. Not part of the operator.

@@ -24,13 +24,14 @@ from mochaos.operator.checkout import Checkout
 from mochaos.operator.matrixone.minio import DockerMinio, minio_secret
 from mochaos.operator.matrixone.sessions import CLIENT_ADDR, SqlSessions, tcp
 from mochaos.operator.matrixone.topology import Topology, render_topology
-from mochaos.operator.trial.docker_pods import DockerPods
-from mochaos.operator.trial.pods import plan_pods
-from mochaos.operator.trial.render import render, renderer
 from mochaos.procs import cpu_seconds, rss_bytes
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.waiting import wait_for
+
+from trial.docker_pods import DockerPods
+from trial.pods import plan_pods
+from trial.render import render, renderer
 
 NAMESPACE = "mo-trial"
 SQL_TIMEOUT = 300.0

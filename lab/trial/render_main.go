@@ -1,4 +1,4 @@
-// Copied by mo-chaos's image trial (mochaos/operator/trial) into a temporary copy of a
+// Copied by mo-chaos's image trial (lab/trial) into a temporary copy of a
 // matrixone-operator checkout, as cmd/mochaos-render/main.go. Not part of the operator.
 //
 // It reads a LogSet, a DNSet and a CNPool (YAML documents on stdin), admits each through

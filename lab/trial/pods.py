@@ -104,7 +104,7 @@ def _env(
             else:
                 raise InfraError(
                     f"pod {pod}: env {name} uses fieldRef {path}, not supported",
-                    hint="extend mochaos/operator/trial/pods.py",
+                    hint="extend lab/trial/pods.py",
                 )
         elif "secretKeyRef" in source:
             ref = source["secretKeyRef"]
@@ -119,7 +119,7 @@ def _env(
         else:
             raise InfraError(
                 f"pod {pod}: env {name} has no value the trial can resolve",
-                hint="extend mochaos/operator/trial/pods.py",
+                hint="extend lab/trial/pods.py",
             )
     return out
 
@@ -149,7 +149,7 @@ def _mounts(
         else:
             raise InfraError(
                 f"pod {pod}: volume {name} is neither a ConfigMap, a claim nor an emptyDir",
-                hint="extend mochaos/operator/trial/pods.py",
+                hint="extend lab/trial/pods.py",
             )
     return tuple(out)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from mochaos.operator.checkout import resolve
-from mochaos.operator.trial.run import HELD, TrialResult, run_trial
 
 from docker_skip import docker_or_skip
+from trial.run import HELD, TrialResult, run_trial
 
 MAIN = "2301e3b"
 MIB = 2**20

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from mochaos.errors import InfraError
-from mochaos.operator.trial.docker_pods import DockerPods
-from mochaos.operator.trial.forwarding import needs_accept
-from mochaos.operator.trial.pods import plan_pods, quantity_bytes
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.runner import RecordingRunner
+
+from trial.docker_pods import DockerPods
+from trial.forwarding import needs_accept
+from trial.pods import plan_pods, quantity_bytes
 
 NS = "ns1"
 
@@ -195,8 +196,9 @@ def test_bridged_traffic_is_let_through_only_where_the_host_would_drop_it() -> N
 
 
 def test_the_rule_goes_first_in_docker_user_and_comes_out_again(monkeypatch, tmp_path: Path):
-    from mochaos.operator.trial import forwarding
     from mochaos.tooling.runner import Result
+
+    from trial import forwarding
 
     (tmp_path / "nf").write_text("1\n")
     monkeypatch.setattr(forwarding, "BRIDGE_NF", tmp_path / "nf")

@@ -17,12 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mochaos.errors import InfraError
-from mochaos.operator.trial.forwarding import accept_bridge, nothing
-from mochaos.operator.trial.pods import PodRun
 from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.docker_cli import DockerCli, daemon_reason
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import SubprocessRunner
+
+from trial.forwarding import accept_bridge, nothing
+from trial.pods import PodRun
 
 LABEL = "mochaos.io/trial"
 FIRST_HOST = 10
