@@ -27,7 +27,7 @@ from typing import Any
 import figures
 
 from mochaos.errors import UsageError
-from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.operator.targets.source import ENV_SOURCE
 
 REPO = figures.REPO
 PYTHON = sys.executable

@@ -32,8 +32,8 @@ import figures
 from mochaos.doubles.matrixone.build import build_env as nosumdb_env
 from mochaos.errors import UsageError
 from mochaos.images import matrixone
-from mochaos.operator.checkout import resolve
-from mochaos.operator.matrixone.topology import Topology
+from mochaos.matrixone.topology import Topology
+from mochaos.operator.provenance.checkout import resolve
 from mochaos.tooling.docker_cli import DockerCli
 
 MIB = 2**20

@@ -187,11 +187,11 @@ def _kind(args: argparse.Namespace) -> int:
         print(provider.offline_node_image(force=args.force))
     elif args.action == "images":
         from mochaos.images import minio  # lazy: fast cli start-up; pulls the image builders
-        from mochaos.operator.helm import (  # lazy: fast cli start-up; pulls Helm and kruise code
-            KRUISE_IMAGE,
-        )
-        from mochaos.operator.matrixone.topology import (  # lazy: fast cli start-up; image builders
+        from mochaos.matrixone.topology import (  # lazy: fast cli start-up; image builders
             DEFAULT_MO_IMAGE,
+        )
+        from mochaos.operator.provenance.helm import (  # lazy: fast cli start-up; Helm, kruise
+            KRUISE_IMAGE,
         )
 
         # The upstream images the seed suite needs besides the operator's own.

@@ -25,7 +25,7 @@ from filelock import FileLock
 from mochaos.doubles.matrixone.build import build_env as nosumdb_env
 from mochaos.errors import BuildError, InfraError
 from mochaos.images.gomodule import GoToolchain
-from mochaos.operator.checkout import Checkout
+from mochaos.operator.provenance.checkout import Checkout
 from mochaos.paths import cache_dir
 from mochaos.tooling.progress import Progress, say
 from mochaos.tooling.runner import SubprocessRunner

@@ -1,11 +1,11 @@
 """One trial: a namespace's LogSet, DNSet and CN pool as the operator renders them, run in Docker.
 
-MinIO (:class:`~mochaos.operator.matrixone.minio.DockerMinio`) joins the trial's network;
+MinIO (:class:`~mochaos.matrixone.storage.DockerMinio`) joins the trial's network;
 our topology templates (``mochaos/manifests/matrixone``, the sizes of
-:class:`~mochaos.operator.matrixone.topology.Topology`) go through the operator's renderer;
+:class:`~mochaos.matrixone.topology.Topology`) go through the operator's renderer;
 every pod starts at once, as the operator's sets would once their dependencies are Ready;
 then the trial waits for SQL on a CN, holds sessions there with
-:class:`~mochaos.operator.matrixone.sessions.SqlSessions` and reads them back from ``show
+:class:`~mochaos.matrixone.sessions.SqlSessions` and reads them back from ``show
 processlist``, and measures each process's resident memory. It is what tests and
 ``bench/matrixone_image.py`` run; it needs Docker and a matrixone-operator checkout.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from mochaos.errors import InfraError
 from mochaos.images import matrixone
-from mochaos.operator.checkout import Checkout
-from mochaos.operator.matrixone.minio import DockerMinio, minio_secret
-from mochaos.operator.matrixone.sessions import CLIENT_ADDR, SqlSessions, tcp
-from mochaos.operator.matrixone.topology import Topology, render_topology
+from mochaos.matrixone.sessions import CLIENT_ADDR, SqlSessions, tcp
+from mochaos.matrixone.storage import DockerMinio, minio_secret
+from mochaos.matrixone.topology import Topology, render_topology
+from mochaos.operator.provenance.checkout import Checkout
 from mochaos.procs import cpu_seconds, rss_bytes
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress import Progress, say

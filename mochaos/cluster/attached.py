@@ -1,6 +1,6 @@
 """What runs for a local cluster outside its process table, and must stop with it.
 
-A real operator's webhook host (:mod:`mochaos.operator.webhook_host`) serves every test
+A real operator's webhook host (:mod:`mochaos.operator.webhooks.host`) serves every test
 namespace of a cluster for as long as a pytest process uses it, on a port that is the
 machine's. A pytest process killed midway leaves it running for the next run to join; but
 ``cluster down`` (or a recreation) removes the cluster's folder and, with it, the only

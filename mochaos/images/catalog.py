@@ -5,7 +5,7 @@ engine lacks it: images a target made from its own input (the operator built
 from a checkout) are registered by that target and are always built; the
 upstream images the scenario needs (OpenKruise's manager, MatrixOne, MinIO) are
 pulled when a registry serves them and built from their Go modules otherwise (MinIO's
-container is started by :class:`mochaos.operator.matrixone.minio.DockerMinio`, which gets
+container is started by :class:`mochaos.matrixone.storage.DockerMinio`, which gets
 its own image).
 """
 

@@ -33,8 +33,8 @@ from mochaos.doubles import DoubleSpec, matrixone
 from mochaos.doubles.matrixone.client import ControlClient
 from mochaos.errors import InfraError, MochaosError
 from mochaos.kube import Cluster, api_client
-from mochaos.operator import webhooks
-from mochaos.operator.webhook_host import WebhookHost, port_free
+from mochaos.operator.webhooks import admission as webhooks
+from mochaos.operator.webhooks.host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
 from mochaos.report.testreport import write_killed
 

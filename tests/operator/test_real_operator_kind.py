@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_real_operator import MAIN, failed, run_seed  # this folder's module (rootdir mode)
 
-from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.operator.targets.source import ENV_SOURCE
 
 E2E_ENV = "MOCHAOS_KIND_E2E"
 

@@ -20,7 +20,7 @@ import yaml
 
 from mochaos.cluster.local import LocalProvider
 from mochaos.errors import InfraError
-from mochaos.operator.process import OperatorProcess
+from mochaos.operator.runtime.process import OperatorProcess
 from mochaos.operator.target import Waits
 from mochaos.procs import cmdline
 

@@ -21,9 +21,9 @@ from mochaos import crds
 from mochaos.cluster.local import LocalProvider
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.kube import Cluster, api_client
-from mochaos.operator import webhooks
 from mochaos.operator.leftovers import sweep
-from mochaos.operator.webhook_host import spawn
+from mochaos.operator.webhooks import admission as webhooks
+from mochaos.operator.webhooks.host import spawn
 from mochaos.paths import state_dir
 from mochaos.procs import start_time
 

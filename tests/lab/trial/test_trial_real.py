@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.operator.checkout import resolve
+from mochaos.operator.provenance.checkout import resolve
 
 from docker_skip import docker_or_skip
 from trial.run import HELD, TrialResult, run_trial
