@@ -27,9 +27,10 @@ from typing import Any
 import figures
 from kubernetes import client
 
-from mochaos.cluster import doubles_host, environment, events
+from mochaos.cluster import environment, events
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local import doubles_host
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import manager, module
 from mochaos.kube import new_api_client

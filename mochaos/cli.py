@@ -145,12 +145,14 @@ def _cluster(args: argparse.Namespace) -> int:
     from mochaos.binaries import (  # lazy: fast cli start-up; pulls the binaries' build code
         control_plane,
     )
-    from mochaos.cluster import local  # lazy: fast cli start-up; pulls the local provider
+    from mochaos.cluster.local.local_provider import (  # lazy: fast cli start-up; local provider
+        LocalProvider,
+    )
 
     if args.action == "build":
         control_plane.build(force=args.force)
         return 0
-    provider = local.LocalProvider(name=args.name)
+    provider = LocalProvider(name=args.name)
     if args.action == "up":
         cluster = provider.up()
         print(cluster.kubeconfig)
@@ -165,9 +167,7 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _kind(args: argparse.Namespace) -> int:
-    from mochaos.cluster import (  # lazy: fast cli start-up; pulls tenacity, the engine host
-        engine_host,
-    )
+    from mochaos.cluster.kind import engine_host  # lazy: fast cli start-up; tenacity, the host
 
     if args.action == "engine":
         if args.state == "up":
@@ -178,7 +178,7 @@ def _kind(args: argparse.Namespace) -> int:
             print(engine_host.status())
             return 0 if engine_host.answers() else 3
         return 0
-    from mochaos.cluster.kind import (  # lazy: fast cli start-up; pulls the kind provider
+    from mochaos.cluster.kind.kind_provider import (  # lazy: fast cli start-up; kind provider
         KindProvider,
     )
 

@@ -1,7 +1,7 @@
 """kruise-manager run as a process of the local cluster, supervised like its components.
 
 :func:`spec` is its :class:`~mochaos.doubles.DoubleSpec` (the local cluster runs every
-process beside the control plane through one host, :mod:`mochaos.cluster.doubles_host`;
+process beside the control plane through one host, :mod:`mochaos.cluster.local.doubles_host`;
 this one is the real OpenKruise, not a double). ``prepare`` builds the manager
 (:func:`mochaos.kruise.build.kruise_manager`), picks this cluster's two ports once
 (kept in the state folder, so a restart serves the same address), installs all of kruise's

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mochaos.cluster.kind import KIND_NETWORK
+from mochaos.cluster.kind.kind_provider import KIND_NETWORK
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import InfraError
 from mochaos.images import minio as minio_image

@@ -21,9 +21,9 @@ E2E_ENV = "MOCHAOS_KIND_E2E"
 
 
 def _engine_reason() -> str | None:
-    from mochaos.cluster.docker_engine import DockerEngine, parse_info
-    from mochaos.cluster.engine_host import RUNTIME_NAME
-    from mochaos.cluster.host_facts import HostFacts
+    from mochaos.cluster.kind.docker_engine import DockerEngine, parse_info
+    from mochaos.cluster.kind.engine_host import RUNTIME_NAME
+    from mochaos.cluster.kind.host_facts import HostFacts
     from mochaos.errors import InfraError
 
     try:

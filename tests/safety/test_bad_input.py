@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError
 from mochaos.operator.runtime.process import OperatorProcess
 from mochaos.operator.target import Waits

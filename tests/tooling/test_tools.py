@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster.kind import KIND
+from mochaos.cluster.kind.kind_provider import KIND
 from mochaos.errors import InfraError
 from mochaos.operator.provenance.helm import HELM
 from mochaos.tooling.runner import RecordingRunner

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos import exits
-from mochaos.cluster.attached import Attached
+from mochaos.cluster.local.attached import Attached
 from mochaos.errors import InfraError, UsageError
 from mochaos.kube import Cluster
 from mochaos.kubeconfig import referenced_files

@@ -4,7 +4,7 @@ Scaling a Deployment to 0 and back is a restart (a new process, a leader-lease
 wait, a full relist); a paused process instead keeps its memory, its caches
 and its lease, and resumes where it stopped, as a long GC pause or a stalled
 node would. On kind the node is a Docker container, so every container of
-the pod is frozen with containerd's cgroup freezer (see cluster/kind_node.py).
+the pod is frozen with containerd's cgroup freezer (see cluster/kind/kind_node.py).
 A pause longer than the operator's lease renew deadline (10 s,
 controller-runtime's default) ends, on thaw, with the manager losing its
 lease and exiting, as a real frozen operator would.
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mochaos.cluster import kind_node
-from mochaos.cluster.docker_engine import Engine
+from mochaos.cluster.kind import kind_node
+from mochaos.cluster.kind.docker_engine import Engine
 from mochaos.errors import InfraError
 
 

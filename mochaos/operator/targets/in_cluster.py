@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mochaos.cluster.docker_engine import DockerEngine
 from mochaos.cluster.environment import Environment
+from mochaos.cluster.kind.docker_engine import DockerEngine
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster, new_api_client
 from mochaos.matrixone.sessions import SqlSessions, port_forward

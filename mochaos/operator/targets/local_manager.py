@@ -22,7 +22,7 @@ from typing import Any
 
 from mochaos import crds as crd_install
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
 from mochaos.kube import Cluster, api_client

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from mochaos.cluster import attached
-from mochaos.cluster.attached import Attached
+from mochaos.cluster.local import attached
+from mochaos.cluster.local.attached import Attached
 from mochaos.errors import InfraError, UsageError
 from mochaos.operator.runtime.operator_container import ContainerHost
 from mochaos.operator.webhooks.admission import CERT_FLAG, PORT
@@ -71,7 +71,7 @@ class HostHandle(Protocol):
 
     def attachment(self, name: str) -> Attached:
         """How ``cluster down`` stops the host, should it outlive its users (see
-        :mod:`mochaos.cluster.attached`)."""
+        :mod:`mochaos.cluster.local.attached`)."""
         ...
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from mochaos.cluster import attached
-from mochaos.cluster.attached import Attached
+from mochaos.cluster.local import attached
+from mochaos.cluster.local.attached import Attached
 from mochaos.errors import UsageError
 from mochaos.operator.runtime.operator_container import ContainerHost
 from mochaos.operator.webhooks import admission as webhooks
