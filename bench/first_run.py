@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import figures
 
 from mochaos.binaries import control_plane, download
-from mochaos.cluster.local.base import DEFAULT_NAME, DEFAULT_NODES
+from mochaos.cluster.local.cluster_dir import DEFAULT_NAME, DEFAULT_NODES
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 

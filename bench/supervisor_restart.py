@@ -22,7 +22,7 @@ from pathlib import Path
 import figures
 
 from mochaos.cluster import events
-from mochaos.cluster.local.base import COMPONENTS
+from mochaos.cluster.local.cluster_dir import COMPONENTS
 from mochaos.cluster.local.local_provider import LocalProvider
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from mochaos.errors import InfraError
 from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.docker_cli import DockerCli, daemon_reason
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import SubprocessRunner
 
 from trial.forwarding import accept_bridge, nothing

@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 from mochaos.tooling.runner import Runner
 
 BRIDGE_NF = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")

@@ -27,7 +27,7 @@ from mochaos.errors import BuildError, InfraError
 from mochaos.images.gomodule import GoToolchain
 from mochaos.operator.provenance.checkout import Checkout
 from mochaos.paths import cache_dir
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import SubprocessRunner
 
 HERE = Path(__file__).parent

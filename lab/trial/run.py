@@ -26,7 +26,7 @@ from mochaos.matrixone.topology import Topology, render_topology
 from mochaos.operator.provenance.checkout import Checkout
 from mochaos.procs import cpu_seconds, rss_bytes
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.waiting import wait_for
 
 from trial.docker_pods import DockerPods

@@ -50,9 +50,7 @@ def build(env: Environment) -> None:
     from mochaos.doubles.matrixone import (  # lazy: plugin load (via operator.target); Go builds
         build as matrixone_build,
     )
-    from mochaos.kruise import (  # lazy: plugin load (via operator.target); Go builds
-        build as kruise_build,
-    )
+    from mochaos.kruise import kruise_build  # lazy: plugin load (via operator.target); Go builds
 
     if env.kruise:
         kruise_build.kruise_manager(env.kruise)

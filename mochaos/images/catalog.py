@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from mochaos.images.matrixone import ensure_image
 from mochaos.images.operator_images import kruise_image
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 Build = Callable[[DockerCli, Progress], None]
 """Puts the image into the engine the CLI talks to."""

@@ -19,7 +19,7 @@ from mochaos.binaries import control_plane
 from mochaos.binaries.component import Component, Recipe
 from mochaos.binaries.go import Runner, fresh_dir, go, go_build
 from mochaos.binaries.obtain import obtain as obtain_components
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 KIND_VERSION = "v0.33.0"
 """The kind release we pin (2026-08-26; served by the Go module proxy as sigs.k8s.io/kind).

@@ -45,7 +45,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixe
 
 from mochaos.errors import InfraError
 from mochaos.tooling.extras import import_extra
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 
 SQL_PORT = 6001
 """A CN's MySQL port (matrixone-operator pkg/controllers/cnset/utils.go:25 ``CNSQLPort``)."""

@@ -25,7 +25,7 @@ from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
 from mochaos.tooling.docker_cli import DockerCli, daemon_reason
 from mochaos.tooling.extras import import_extra
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.waiting import Check, wait_for
 
 MINIO_IMAGE = minio_image.UPSTREAM_IMAGE

@@ -17,7 +17,7 @@ from mochaos.images.matrixone import DEFAULT_VERSION, image_ref
 from mochaos.matrixone.storage import SECRET_NAME, S3Store, minio_secret
 from mochaos.matrixone.waits import Timings
 from mochaos.tooling.apply import MANIFESTS, apply_objects, render_manifest
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.waiting import wait_for
 
 TOPOLOGY_DIR = MANIFESTS / "matrixone"

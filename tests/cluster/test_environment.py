@@ -20,7 +20,7 @@ from mochaos.binaries import control_plane
 from mochaos.cluster import environment, events
 from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import doubles_host
-from mochaos.cluster.local.base import COMPONENTS
+from mochaos.cluster.local.cluster_dir import COMPONENTS
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.kruise import manager, module
 from mochaos.operator import parse_target

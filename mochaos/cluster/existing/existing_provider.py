@@ -18,7 +18,7 @@ import yaml
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster, check_reachable, new_api_client
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 
 
 def _default_kubeconfig() -> Path:

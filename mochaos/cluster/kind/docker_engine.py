@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from mochaos.errors import InfraError
 from mochaos.tooling.extras import import_extra
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 DOCKER_MINIMUM = (20, 10, 0)
 """Docker Engine 20.10: cgroup v2 and the ``--cgroupns`` kind's nodes use."""

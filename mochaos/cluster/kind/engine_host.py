@@ -22,7 +22,7 @@ from mochaos.cluster.kind.host_facts import HostFacts
 from mochaos.errors import InfraError
 from mochaos.paths import state_dir
 from mochaos.procs import cmdline, wait_gone
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.waiting import wait_for
 
 RUNTIME_NAME = "mochaos-runc"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from mochaos.cluster.kind.docker_engine import EngineInfo
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 from mochaos.tooling.runner import Runner, reason
 
 LoadMethod = Literal["docker-image", "image-archive"]

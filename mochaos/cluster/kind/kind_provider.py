@@ -47,7 +47,7 @@ from mochaos.kube import Cluster, new_api_client
 from mochaos.paths import state_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
 from mochaos.tooling.tools import Tool, check_version, require_tool
 from mochaos.tooling.waiting import wait_for

@@ -1,6 +1,6 @@
 """The local cluster's processes one by one: their pids, health, status, stop and start.
 
-A component is one of :data:`~mochaos.cluster.local.base.COMPONENTS` (kwokctl's pid files
+A component is one of :data:`~mochaos.cluster.local.cluster_dir.COMPONENTS` (kwokctl's pid files
 name them); a double is what runs beside the control plane
 (:mod:`mochaos.cluster.local.provisions`). Each is known by its pid *and* its command line;
 the supervisor's table (:mod:`mochaos.cluster.local.supervisor`) is captured from them as
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mochaos.cluster import events
 from mochaos.cluster.local import doubles_host, leases
-from mochaos.cluster.local.base import COMPONENTS, READY_TIMEOUT, LocalClusterBase
+from mochaos.cluster.local.cluster_dir import COMPONENTS, READY_TIMEOUT, LocalClusterBase
 from mochaos.cluster.local.processes import ProcessSpec, capture, spawn, write_pid
 from mochaos.errors import InfraError, UsageError
 from mochaos.procs import cmdline, stop_group, wait_gone

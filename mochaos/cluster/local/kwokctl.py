@@ -25,7 +25,7 @@ from mochaos.binaries import control_plane
 from mochaos.binaries.kwok_stages import DEFAULTS_FILE
 from mochaos.cluster.local import ports
 from mochaos.cluster.local import stages as kwok_stages
-from mochaos.cluster.local.base import COMPONENTS, LocalClusterBase
+from mochaos.cluster.local.cluster_dir import COMPONENTS, LocalClusterBase
 from mochaos.cluster.local.processes import last_line
 from mochaos.errors import InfraError
 

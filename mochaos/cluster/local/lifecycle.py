@@ -19,7 +19,7 @@ from filelock import FileLock
 from mochaos.binaries import control_plane
 from mochaos.binaries.kwok_stages import storage_class
 from mochaos.cluster.local import attached, doubles_host, in_use
-from mochaos.cluster.local.base import COMPONENTS, LOCK_TIMEOUT, READY_TIMEOUT
+from mochaos.cluster.local.cluster_dir import COMPONENTS, LOCK_TIMEOUT, READY_TIMEOUT
 from mochaos.cluster.local.components import stop_pid
 from mochaos.cluster.local.kwokctl import Kwokctl, default_stages, stages_digest
 from mochaos.cluster.local.ports import check_port_free

@@ -29,4 +29,4 @@ class LocalProvider(Lifecycle, Components, Provisions):
     :mod:`~mochaos.cluster.local.kwokctl`), its processes one by one
     (:mod:`~mochaos.cluster.local.components`) and what targets asked it to run
     (:mod:`~mochaos.cluster.local.provisions`), on one named cluster's folder and lock
-    (:mod:`~mochaos.cluster.local.base`)."""
+    (:mod:`~mochaos.cluster.local.cluster_dir`)."""

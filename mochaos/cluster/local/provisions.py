@@ -15,7 +15,7 @@ from collections.abc import Callable
 from mochaos.cluster import environment
 from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import doubles_host
-from mochaos.cluster.local.base import COMPONENTS, LocalClusterBase
+from mochaos.cluster.local.cluster_dir import COMPONENTS, LocalClusterBase
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError
 from mochaos.progress import announce

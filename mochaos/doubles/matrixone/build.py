@@ -28,7 +28,7 @@ from mochaos.binaries.go import (
 from mochaos.binaries.obtain import obtain
 from mochaos.paths import go_module
 from mochaos.tooling.gomod import replace_lines
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 GO_MODULE = go_module("matrixone-double")
 MO_MODULE = "github.com/matrixorigin/matrixone"

@@ -26,7 +26,7 @@ from mochaos.errors import InfraError
 from mochaos.images.go_tools import helm_cli
 from mochaos.kruise import manager as kruise_manager
 from mochaos.kube import Cluster
-from mochaos.tooling.progress import say
+from mochaos.tooling.progress_callback import say
 from mochaos.tooling.runner import Runner
 from mochaos.tooling.tools import Tool, check_version, require_tool
 from mochaos.tooling.waiting import wait_for

@@ -26,7 +26,7 @@ from mochaos.matrixone.waits import Timings
 from mochaos.operator.runtime.pod_freezer import Frozen, PodFreezer
 from mochaos.operator.runtime.pod_log import LogLine, PodLogFollower
 from mochaos.operator.target import PoolSpec, Waits
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.waiting import wait_for
 
 USER_AGENT = "manager/"

@@ -37,7 +37,7 @@ from mochaos.operator.targets.in_cluster import InClusterTarget, client_for, tar
 from mochaos.paths import state_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.image_ref import split_ref
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
 
 INSTALL_LOCK_TIMEOUT = 1800.0

@@ -26,7 +26,7 @@ from mochaos.operator.runtime.in_cluster_operator import InClusterOperator
 from mochaos.operator.runtime.pod_freezer import PodFreezer
 from mochaos.operator.target import PoolSpec
 from mochaos.tooling.image_ref import split_ref
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 MINIO_MODES = ("auto", "docker", "in-cluster")
 

@@ -11,7 +11,7 @@ from mochaos.matrixone.topology import DEFAULT_MO_IMAGE, Topology
 from mochaos.operator.provenance.helm import CHART_NAME, ChartOptions, wait_operator_ready
 from mochaos.operator.targets.in_cluster import InClusterTarget, client_for, target_kwargs
 from mochaos.tooling.image_ref import image_version
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 
 
 class InstalledTarget(InClusterTarget):

@@ -16,7 +16,7 @@ from mochaos.binaries import control_plane
 from mochaos.cluster.environment import Environment
 from mochaos.cluster.local import attached
 from mochaos.cluster.local.attached import Attached
-from mochaos.cluster.local.base import COMPONENTS
+from mochaos.cluster.local.cluster_dir import COMPONENTS
 from mochaos.cluster.local.components import is_our_process
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.ctrl.listwatch import Event, ListWatch

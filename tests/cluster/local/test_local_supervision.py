@@ -25,7 +25,7 @@ import pytest
 
 from mochaos.binaries import control_plane
 from mochaos.cluster import events
-from mochaos.cluster.local.base import COMPONENTS
+from mochaos.cluster.local.cluster_dir import COMPONENTS
 from mochaos.cluster.local.leases import HELD_BY, KWOK_CONTROLLER
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.cluster.local.processes import ProcessSpec, spawn, write_pid

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from mochaos.errors import UsageError
-from mochaos.explore.faults import FAULTS
+from mochaos.explore.command import EXPLORATION_FILE, Settings, explore
+from mochaos.explore.matrix import FAULTS
 from mochaos.explore.plan import load
-from mochaos.explore.runner import EXPLORATION_FILE, Settings, explore
 
 from .fake_pytest import PASS, SEED_RACE, FakePytest
 

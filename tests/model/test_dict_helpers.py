@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mochaos.model.objects import merge_diff, rand_string, selector_matches
+from mochaos.model.dict_helpers import merge_diff, rand_string, selector_matches
 
 
 def test_nil_selector_matches_nothing_empty_matches_everything() -> None:

@@ -18,7 +18,7 @@ from mochaos.binaries.go import (
 )
 from mochaos.binaries.obtain import obtain
 from mochaos.kruise import module
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 
 def component(version: str | None = None) -> Component:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mochaos.errors import UsageError
-from mochaos.explore.faults import EXPLORED, RoleFault, applicable, parse_fault_kinds
+from mochaos.explore.matrix import EXPLORED, RoleFault, applicable, parse_fault_kinds
 from mochaos.explore.points import extract
 
 from .histories import migration_learn_run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mochaos.model.events import AGGREGATE_MAX, SPAM_BURST, Correlator
+from mochaos.model.event_recorder import AGGREGATE_MAX, SPAM_BURST, Correlator
 
 
 def event(message: str = "object is synced", *, name: str = "x", reason: str = "ReconcileSuccess"):

@@ -21,7 +21,7 @@ from typing import Any
 from mochaos import exits
 from mochaos.errors import InfraError, UsageError
 from mochaos.explore import report
-from mochaos.explore.faults import applicable, parse_fault_kinds
+from mochaos.explore.matrix import applicable, parse_fault_kinds
 from mochaos.explore.plan import LEARN, Case, Exploration, Run, Step, case_of_test, load
 from mochaos.explore.points import extract
 from mochaos.explore.signatures import group, signature_of, size_key

@@ -10,7 +10,7 @@ import pytest
 from mochaos import cli
 from mochaos.errors import UsageError
 from mochaos.invariants.verdict import Verdict
-from mochaos.report import history
+from mochaos.report import build_history as history
 from mochaos.report.qualify import qualify
 from mochaos.report.result import ScenarioResult
 from mochaos.report.stats import wilson_interval
