@@ -24,7 +24,8 @@ import figures
 
 from mochaos.binaries import control_plane, download
 from mochaos.binaries.component import Component
-from mochaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
+from mochaos.cluster.local.cluster_dir import DEFAULT_NAME, DEFAULT_NODES
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.paths import cache_dir
 

@@ -30,7 +30,8 @@ from urllib.parse import urlsplit
 import figures
 
 from mochaos.binaries import control_plane, download
-from mochaos.cluster.local import DEFAULT_NAME, DEFAULT_NODES, LocalProvider
+from mochaos.cluster.local.cluster_dir import DEFAULT_NAME, DEFAULT_NODES
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 
 BENCH_NAME = "mochaos-firstrun"

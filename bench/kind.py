@@ -27,7 +27,7 @@ from typing import Any
 import figures
 
 from mochaos.errors import UsageError
-from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.operator.targets.source import ENV_SOURCE
 
 REPO = figures.REPO
 PYTHON = sys.executable
@@ -100,7 +100,8 @@ def cluster(args: Any) -> dict[str, Any]:
     env = dict(os.environ, MOCHAOS_STATE=str(args.log_dir / "state"))
     log = args.log_dir / "cluster.log"
     code = (
-        "from mochaos.cluster.kind import KindProvider; from mochaos.operator import parse_target;"
+        "from mochaos.cluster.kind.kind_provider import KindProvider;"
+        "from mochaos.operator import parse_target;"
         "import time, sys; p = KindProvider(name=sys.argv[1], keep_cluster=True); c = p.up();"
         "t = parse_target(sys.argv[2], {'cluster': 'kind'}); t0 = time.monotonic();"
         "[p.load_image(r) for r in t.images]; t1 = time.monotonic(); t.install(c);"

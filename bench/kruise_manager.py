@@ -5,7 +5,7 @@ provides it: the time from its start to ``/readyz`` 200 and to its CloneSet work
 running (``--restarts`` times: stopped by pid while held, started again by the supervisor
 with the same command), its RSS and CPU while a CloneSet of ``--pods`` kwok pods is
 scaled up and down, then idle over ``--idle`` seconds. ``--build`` also runs the recipe
-(:func:`mochaos.kruise.build.kruise_manager`) twice in a child process with an empty
+(:func:`mochaos.kruise.kruise_build.kruise_manager`) twice in a child process with an empty
 temporary mo-chaos cache: first with an empty temporary GOCACHE (cold; the Go module
 cache is kept), then with that GOCACHE (warm), recording each wall time and the largest
 child's peak RSS. Run: ``python bench/kruise_manager.py --help``.
@@ -27,9 +27,10 @@ from typing import Any
 import figures
 from kubernetes import client
 
-from mochaos.cluster import doubles_host, environment, events
+from mochaos.cluster import environment, events
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local import doubles_host
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import manager, module
 from mochaos.kube import new_api_client

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import figures
 
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import History
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ import figures
 from kubernetes import client
 
 from mochaos import namespaces
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.doubles import DoubleContext
 from mochaos.doubles.matrixone import SPEC, crds

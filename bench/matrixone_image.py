@@ -20,6 +20,7 @@ import re
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -31,12 +32,13 @@ import figures
 from mochaos.doubles.matrixone.build import build_env as nosumdb_env
 from mochaos.errors import UsageError
 from mochaos.images import matrixone
-from mochaos.operator.checkout import resolve
-from mochaos.operator.matrixone.topology import Topology
-from mochaos.operator.trial.run import run_trial
+from mochaos.matrixone.topology import Topology
+from mochaos.operator.provenance.checkout import resolve
 from mochaos.tooling.docker_cli import DockerCli
 
 MIB = 2**20
+LAB = Path(__file__).resolve().parents[1] / "lab"
+"""The lab's experiments (lab/, beside the package): the trial below runs ``lab/trial``."""
 STEP = re.compile(r"\[(\d+)/\d+\] (.+?)( …| done in \S+)$")
 
 
@@ -125,6 +127,9 @@ def build(version: str, tmp: Path) -> dict[str, Any]:
 
 def trial(version: str, cns: int, tmp: Path) -> dict[str, Any]:
     """One namespace in Docker, as the operator renders it."""
+    sys.path.insert(0, str(LAB))
+    from trial.run import run_trial
+
     source = os.environ.get("MOCHAOS_OPERATOR_SRC")
     if not source:
         raise UsageError("--trial needs MOCHAOS_OPERATOR_SRC", hint="point it at a checkout")

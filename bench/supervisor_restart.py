@@ -22,7 +22,8 @@ from pathlib import Path
 import figures
 
 from mochaos.cluster import events
-from mochaos.cluster.local import COMPONENTS, LocalProvider
+from mochaos.cluster.local.cluster_dir import COMPONENTS
+from mochaos.cluster.local.local_provider import LocalProvider
 
 
 def kill_and_time(provider: LocalProvider, component: str) -> tuple[float, float]:

@@ -145,12 +145,14 @@ def _cluster(args: argparse.Namespace) -> int:
     from mochaos.binaries import (  # lazy: fast cli start-up; pulls the binaries' build code
         control_plane,
     )
-    from mochaos.cluster import local  # lazy: fast cli start-up; pulls the local provider
+    from mochaos.cluster.local.local_provider import (  # lazy: fast cli start-up; local provider
+        LocalProvider,
+    )
 
     if args.action == "build":
         control_plane.build(force=args.force)
         return 0
-    provider = local.LocalProvider(name=args.name)
+    provider = LocalProvider(name=args.name)
     if args.action == "up":
         cluster = provider.up()
         print(cluster.kubeconfig)
@@ -165,9 +167,7 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _kind(args: argparse.Namespace) -> int:
-    from mochaos.cluster import (  # lazy: fast cli start-up; pulls tenacity, the engine host
-        engine_host,
-    )
+    from mochaos.cluster.kind import engine_host  # lazy: fast cli start-up; tenacity, the host
 
     if args.action == "engine":
         if args.state == "up":
@@ -178,7 +178,7 @@ def _kind(args: argparse.Namespace) -> int:
             print(engine_host.status())
             return 0 if engine_host.answers() else 3
         return 0
-    from mochaos.cluster.kind import (  # lazy: fast cli start-up; pulls the kind provider
+    from mochaos.cluster.kind.kind_provider import (  # lazy: fast cli start-up; kind provider
         KindProvider,
     )
 
@@ -187,11 +187,11 @@ def _kind(args: argparse.Namespace) -> int:
         print(provider.offline_node_image(force=args.force))
     elif args.action == "images":
         from mochaos.images import minio  # lazy: fast cli start-up; pulls the image builders
-        from mochaos.operator.helm import (  # lazy: fast cli start-up; pulls Helm and kruise code
-            KRUISE_IMAGE,
-        )
-        from mochaos.operator.matrixone.topology import (  # lazy: fast cli start-up; image builders
+        from mochaos.matrixone.topology import (  # lazy: fast cli start-up; image builders
             DEFAULT_MO_IMAGE,
+        )
+        from mochaos.operator.provenance.helm import (  # lazy: fast cli start-up; Helm, kruise
+            KRUISE_IMAGE,
         )
 
         # The upstream images the seed suite needs besides the operator's own.
@@ -253,8 +253,8 @@ def _workloads() -> list[str]:
 
 
 def _explore(args: argparse.Namespace) -> int:
-    from mochaos.explore import report, runner  # lazy: fast cli start-up; pulls the explore engine
-    from mochaos.explore.faults import (  # lazy: fast cli start-up; pulls the explore engine
+    from mochaos.explore import command, report  # lazy: fast cli start-up; the explore engine
+    from mochaos.explore.matrix import (  # lazy: fast cli start-up; pulls the explore engine
         parse_fault_kinds,
     )
     from mochaos.explore.plan import load  # lazy: fast cli start-up; pulls the explore engine
@@ -264,7 +264,7 @@ def _explore(args: argparse.Namespace) -> int:
 
     if args.report is not None:
         exploration = load(args.report)
-        page = report.write_html(exploration, args.report.with_name(runner.REPORT_FILE))
+        page = report.write_html(exploration, args.report.with_name(command.REPORT_FILE))
         print(report.summary(exploration, group(exploration)))
         print(f"explore: matrix {page}")
         return 0
@@ -273,13 +273,13 @@ def _explore(args: argparse.Namespace) -> int:
             "explore needs --operator and --workload",
             hint="e.g. explore --operator model:upstream --workload migration",
         )
-    settings = runner.Settings(
+    settings = command.Settings(
         operator=args.operator, workload=args.workload, faults=parse_fault_kinds(args.faults),
         budget=args.budget, repeat=args.repeat, depth=args.depth, workers=args.workers,
         resume=args.resume, out_root=args.reports_dir, cluster=args.cluster,
         time_scale=args.time_scale, extra_args=tuple(args.pytest_args),
     )  # fmt: skip
-    return runner.explore(settings)
+    return command.explore(settings)
 
 
 def _qualify_one(
@@ -287,7 +287,7 @@ def _qualify_one(
 ) -> tuple[int, Path]:
     """Qualify ``spec`` into ``root``; (exit status, its qualification folder), appended to
     ``--history`` when given. ``after_runs`` sweeps the cluster once the target's runs end."""
-    from mochaos.report import history  # lazy: fast cli start-up; pulls the report writers
+    from mochaos.report import build_history  # lazy: fast cli start-up; report writers
     from mochaos.report.qualify import qualify  # lazy: fast cli start-up; pulls the report writers
 
     before = set(root.glob("qual-*"))
@@ -298,7 +298,7 @@ def _qualify_one(
     )  # fmt: skip
     (qdir,) = set(root.glob("qual-*")) - before
     if args.history is not None:
-        print(f"qualify: history {history.append(args.history, qdir)}", flush=True)
+        print(f"qualify: history {build_history.append(args.history, qdir)}", flush=True)
     return code, qdir
 
 
@@ -312,13 +312,13 @@ def _write_history(args: argparse.Namespace) -> None:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from mochaos.report import history  # lazy: fast cli start-up; pulls the report writers
+    from mochaos.report import build_history  # lazy: fast cli start-up; report writers
     from mochaos.report.grid import write_grid  # lazy: fast cli start-up; pulls the report writers
 
     if args.action == "grid":
         print(write_grid(args.store))
         return 0
-    good = history.last_good(history.load(args.store))
+    good = build_history.last_good(build_history.load(args.store))
     if good is None:
         print(f"mo-chaos: no build in {args.store} passed every scenario yet", file=sys.stderr)
     else:

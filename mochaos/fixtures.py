@@ -169,7 +169,7 @@ def recorder(
     if cluster.events_log is not None:
         rec.follow_cluster(cluster.events_log)
     if cluster.provider == "local":
-        from mochaos.cluster.local import (  # lazy: light plugin load; pulls the local provider
+        from mochaos.cluster.local.local_provider import (  # lazy: light plugin load; heavy
             LocalProvider,
         )
 

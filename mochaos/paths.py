@@ -3,7 +3,9 @@
 ``MOCHAOS_CACHE`` overrides the cache root (default ``$XDG_CACHE_HOME/mochaos``
 or ``~/.cache/mochaos``); built binaries live under ``bin/<component>-<version>``
 so several versions can coexist. ``MOCHAOS_STATE`` overrides where clusters
-and run state live (default ``<cache>/state``).
+and run state live (default ``<cache>/state``). The Go modules mo-chaos builds from its own
+sources live in the repository's ``go/`` folder; a wheel carries them inside the package
+(:func:`go_module`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,13 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+SHIPPED_GO = PACKAGE / "_go"
+"""Where a wheel carries the Go modules of the repository's ``go/`` (sources, go.mod and
+go.sum; no ``_test.go``): the build hook of setup.py copies them there."""
+CHECKOUT_GO = PACKAGE.parent / "go"
+"""The Go modules in a checkout, beside the package (a source tree, an editable install)."""
 
 
 def cache_dir() -> Path:
@@ -43,7 +52,7 @@ def machine_file(name: str) -> Path:
 
 
 def go_module(name: str) -> Path:
-    """The folder of one of mo-chaos's own Go modules (``go/<name>`` in a checkout; in an
-    installed wheel, the copy shipped inside the package, without its tests)."""
-    checkout = Path(__file__).resolve().parents[1] / "go" / name
-    return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "_go" / name
+    """The folder of mo-chaos's Go module ``name`` (``go/<name>`` in the repository): the
+    copy an installed wheel carries when there is one, else the checkout's."""
+    shipped = SHIPPED_GO / name
+    return shipped if shipped.is_dir() else CHECKOUT_GO / name

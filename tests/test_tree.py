@@ -1,5 +1,7 @@
 """The tests mirror the package tree, and no two test modules share a basename (pytest's
-rootdir-relative imports would otherwise mix them up, and a reader could not tell them apart)."""
+rootdir-relative imports would otherwise mix them up, and a reader could not tell them apart);
+no two modules of the package share one either (a name says what a module is, wherever it
+stands), but for Python's own: ``__init__.py`` and ``__main__.py``."""
 
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ TESTS = ROOT / "tests"
 ACROSS = {
     "ci": "the operator's CI workflows of docs/ci/, linted and run",
     "docs": "the runnable blocks of docs/",
+    "lab": "the lab's experiments beside the package (lab/: the trial of the operator's pods)",
     "packaging": "the built wheel",
     "safety": "crashes, kills and cleanup across the units",
 }
 """Test folders that mirror no unit of mochaos/, and what they test instead."""
+
+
+PYTHON_NAMES = {"__init__.py", "__main__.py"}
+"""Basenames Python gives a meaning to (a package; ``python -m``): they stand in many folders."""
 
 
 def _units() -> set[str]:
@@ -26,6 +33,12 @@ def _units() -> set[str]:
 def test_no_two_test_modules_share_a_basename():
     names = Counter(p.name for p in TESTS.rglob("test_*.py"))
     assert [n for n, count in names.items() if count > 1] == []
+
+
+def test_no_two_package_modules_share_a_basename():
+    names = Counter(p.name for p in (ROOT / "mochaos").rglob("*.py"))
+    twice = {n: count for n, count in names.items() if count > 1 and n not in PYTHON_NAMES}
+    assert twice == {}, "rename the less central one to say what it is"
 
 
 def test_each_test_folder_mirrors_a_unit_or_says_what_it_tests():

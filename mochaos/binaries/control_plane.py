@@ -29,7 +29,7 @@ from mochaos.binaries.go import (
 )
 from mochaos.binaries.obtain import obtain
 from mochaos.errors import BuildError
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"

@@ -43,7 +43,7 @@ from urllib3.exceptions import (
 
 from mochaos import __version__
 from mochaos.errors import BuildError, UsageError
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 RECIPE = "download-v1"
 """Recipe name in the stamp of a downloaded component (a build's is e.g. ``wrapper-v1``)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mochaos.errors import BuildError
 from mochaos.progress import announce
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 HEARTBEAT_EVERY = 30.0
 """Seconds between two "still building" lines of one long go command."""

@@ -5,7 +5,7 @@ kwok's own defaults and kwok's volume Stages (its ``kwok-volume`` provisioner: a
 StorageClass, the cluster's default, gets a PersistentVolume and both are Bound, as a CSI
 provisioner would do; the operator's LogSets and DNSets claim volumes). This module copies
 them from the module folder (:func:`write_defaults`); the local cluster adds its kubelet
-stand-ins (:mod:`mochaos.cluster.kwok_stages`).
+stand-ins (:mod:`mochaos.cluster.local.stages`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from mochaos.binaries.component import Component, Recipe
 from mochaos.binaries.go import Runner, elapsed, go, go_version, stderr_progress
 from mochaos.errors import UsageError
 from mochaos.paths import cache_dir
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 BUILD_LANES = 1
 """Components built at once by default. With 2, the first component (kubernetes, most of a

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from mochaos.cluster.existing import ExistingProvider
+from mochaos.cluster.existing.existing_provider import ExistingProvider
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
 
@@ -50,13 +50,13 @@ def make_provider(
 ) -> ClusterProvider:
     """The provider called ``name``, configured from the command-line options."""
     if name == "local":
-        from mochaos.cluster.local import (  # lazy: cli and plugin load it; pulls local provider
+        from mochaos.cluster.local.local_provider import (  # lazy: cli, plugin load it; heavy
             LocalProvider,
         )
 
         return LocalProvider()
     if name == "kind":
-        from mochaos.cluster.kind import (  # lazy: cli and plugin load it; pulls the kind provider
+        from mochaos.cluster.kind.kind_provider import (  # lazy: cli, plugin load it; heavy
             KindProvider,
         )
 

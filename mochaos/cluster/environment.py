@@ -1,7 +1,7 @@
 """What operator targets need beside the control plane, as processes of the local cluster.
 
 A target declares an :class:`Environment`; the local provider runs what it
-names (:meth:`~mochaos.cluster.local.LocalProvider.provide`) and remembers it in the
+names (:meth:`~mochaos.cluster.local.local_provider.LocalProvider.provide`) and remembers it in the
 cluster's folder, so that a kept cluster brings the same processes back. A cluster started
 for the reference model runs neither, and nothing is built for it.
 """
@@ -50,9 +50,7 @@ def build(env: Environment) -> None:
     from mochaos.doubles.matrixone import (  # lazy: plugin load (via operator.target); Go builds
         build as matrixone_build,
     )
-    from mochaos.kruise import (  # lazy: plugin load (via operator.target); Go builds
-        build as kruise_build,
-    )
+    from mochaos.kruise import kruise_build  # lazy: plugin load (via operator.target); Go builds
 
     if env.kruise:
         kruise_build.kruise_manager(env.kruise)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from mochaos.explore.faults import inject
+from mochaos.explore.matrix import inject
 from mochaos.explore.plan import Case, Exploration
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION, PointWatch
 from mochaos.report.result import ScenarioResult

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import UsageError
-from mochaos.explore.faults import RoleFault
+from mochaos.explore.matrix import RoleFault
 from mochaos.explore.points import Point
 
 FORMAT = 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import Runner
 
 DEFAULT_PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

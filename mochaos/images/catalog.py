@@ -5,7 +5,7 @@ engine lacks it: images a target made from its own input (the operator built
 from a checkout) are registered by that target and are always built; the
 upstream images the scenario needs (OpenKruise's manager, MatrixOne, MinIO) are
 pulled when a registry serves them and built from their Go modules otherwise (MinIO's
-container is started by :class:`mochaos.operator.matrixone.minio.DockerMinio`, which gets
+container is started by :class:`mochaos.matrixone.storage.DockerMinio`, which gets
 its own image).
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from mochaos.images.matrixone import ensure_image
 from mochaos.images.operator_images import kruise_image
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 Build = Callable[[DockerCli, Progress], None]
 """Puts the image into the engine the CLI talks to."""

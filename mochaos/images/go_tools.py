@@ -19,7 +19,7 @@ from mochaos.binaries import control_plane
 from mochaos.binaries.component import Component, Recipe
 from mochaos.binaries.go import Runner, fresh_dir, go, go_build
 from mochaos.binaries.obtain import obtain as obtain_components
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 KIND_VERSION = "v0.33.0"
 """The kind release we pin (2026-08-26; served by the Go module proxy as sigs.k8s.io/kind).
@@ -28,7 +28,7 @@ The features we use set the floor: kubeadm config patches and extraMounts are
 old, but a patch only applies when its apiVersion matches the config kind
 generates, and kind generates kubeadm v1beta4 for Kubernetes >= 1.36 only
 from v0.32.0 on (pkg/cluster/internal/kubeadm/config.go); the node image
-(:data:`mochaos.cluster.kind_config.NODE_IMAGE`) is one published with v0.33.0, and node
+(:data:`mochaos.cluster.kind.kind_config.NODE_IMAGE`) is one published with v0.33.0, and node
 images are supported only with the kind release they were built for.
 """
 HELM_VERSION = "v3.22.0"

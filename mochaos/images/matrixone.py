@@ -27,7 +27,7 @@ from mochaos.images.debian import DebianBase
 from mochaos.images.gomodule import GoToolchain, ModuleSource, module_source
 from mochaos.images.recipe import RECIPE_LABEL, Entry, Steps, fingerprint
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import Runner, SubprocessRunner
 
 MODULE = "github.com/matrixorigin/matrixone"

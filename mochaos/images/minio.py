@@ -22,7 +22,7 @@ from mochaos.images.gomodule import GoToolchain, ModuleSource, module_source
 from mochaos.images.matrixone import BASE
 from mochaos.images.recipe import RECIPE_LABEL, Entry, Steps, fingerprint
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.runner import SubprocessRunner
 
 UPSTREAM_IMAGE = "minio/minio:RELEASE.2023-11-01T01-57-10Z"

@@ -36,7 +36,7 @@ from mochaos.images.recipe import Steps, elapsed
 from mochaos.paths import cache_dir
 from mochaos.tooling.apply import MANIFESTS
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 from mochaos.tooling.runner import SubprocessRunner
 
 RECIPE = "node-v1"

@@ -16,10 +16,10 @@ from filelock import FileLock
 from mochaos.errors import BuildError
 from mochaos.images.archive import ImageConfig, Layer, tar_directory, write_archive
 from mochaos.images.preloaded import EPOCH
-from mochaos.kruise.build import kruise_manager
+from mochaos.kruise.kruise_build import kruise_manager
 from mochaos.paths import cache_dir
 from mochaos.tooling.docker_cli import DockerCli
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 NONROOT = "65532:65532"
 OPERATOR_REPOSITORY = "mochaos.local/matrixone-operator"
@@ -78,7 +78,7 @@ def manager_image(
 
 def kruise_image(version: str, *, docker: DockerCli, progress: Progress) -> str:
     """``openkruise/kruise-manager:<version>``: the binary the local cluster runs, from
-    the same recipe (:func:`mochaos.kruise.build.kruise_manager`)."""
+    the same recipe (:func:`mochaos.kruise.kruise_build.kruise_manager`)."""
     binary = kruise_manager(version, progress=progress)
     if not binary.is_file():
         raise BuildError(f"kruise-manager {version} was not built", hint="see the build log")

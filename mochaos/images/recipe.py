@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from mochaos.errors import BuildError, InfraError, UsageError
 from mochaos.paths import cache_dir
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 from mochaos.tooling.runner import Runner, SubprocessRunner
 
 HEARTBEAT = 30.0

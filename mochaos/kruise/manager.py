@@ -1,9 +1,9 @@
 """kruise-manager run as a process of the local cluster, supervised like its components.
 
 :func:`spec` is its :class:`~mochaos.doubles.DoubleSpec` (the local cluster runs every
-process beside the control plane through one host, :mod:`mochaos.cluster.doubles_host`;
+process beside the control plane through one host, :mod:`mochaos.cluster.local.doubles_host`;
 this one is the real OpenKruise, not a double). ``prepare`` builds the manager
-(:func:`mochaos.kruise.build.kruise_manager`), picks this cluster's two ports once
+(:func:`mochaos.kruise.kruise_build.kruise_manager`), picks this cluster's two ports once
 (kept in the state folder, so a restart serves the same address), installs all of kruise's
 CRDs under mo-chaos's ownership rules (:mod:`mochaos.crds`, owner ``kruise``) and
 creates its two webhook configurations from the module (kruise-manager finds them by name,
@@ -26,7 +26,8 @@ from typing import Any
 from mochaos import crds
 from mochaos.doubles import DoubleContext, DoubleSpec
 from mochaos.errors import InfraError
-from mochaos.kruise import build, module
+from mochaos.kruise import kruise_build as build
+from mochaos.kruise import module
 from mochaos.kube import Cluster, api_client
 
 NAME = "kruise"

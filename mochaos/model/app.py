@@ -12,10 +12,10 @@ import time
 from mochaos.ctrl.informer import ADDED, DELETED, MODIFIED, Informer
 from mochaos.ctrl.rest import CLAIMS, CLAIMSETS, PODS, POOLS, Kind, Kube, Obj
 from mochaos.model import claim, claimset, pool, store
-from mochaos.model.events import EventRecorder
+from mochaos.model.dict_helpers import annotations_of, labels_of
+from mochaos.model.event_recorder import EventRecorder
 from mochaos.model.hakeeper import HAKeeper, StoreCache, container_started, store_uuid
 from mochaos.model.logs import Logger
-from mochaos.model.objects import annotations_of, labels_of
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Client
 from mochaos.model.runtime.reconciler import Reconciler

@@ -20,8 +20,7 @@ from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import POOL_NAME_LABEL as POOL_NAME
 from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
 from mochaos.ctrl.rest import CLAIMS, PODS, POOLS, ApiError, Conflict, NotFound, Obj
-from mochaos.model.hakeeper import DRAINING, WORKING, HAKeeper, Store, read_score
-from mochaos.model.objects import (
+from mochaos.model.dict_helpers import (
     deleting,
     labels_of,
     mutable_annotations,
@@ -29,6 +28,7 @@ from mochaos.model.objects import (
     name_of,
     selector_matches,
 )
+from mochaos.model.hakeeper import DRAINING, WORKING, HAKeeper, Store, read_score
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
 from mochaos.model.timing import Timing, parse_time, since

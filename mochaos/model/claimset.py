@@ -12,7 +12,7 @@ from mochaos.ctrl.objects import CLAIMSET_LABEL as CLAIMSET
 from mochaos.ctrl.objects import DELETION_COST_ANNOTATION as DELETION_COST
 from mochaos.ctrl.objects import INSTANCE_ID_LABEL as INSTANCE_ID
 from mochaos.ctrl.rest import CLAIMS, CLAIMSETS, PODS, ApiError, NotFound, Obj
-from mochaos.model.objects import deleting, labels_of, name_of, rand_string, selector_matches
+from mochaos.model.dict_helpers import deleting, labels_of, name_of, rand_string, selector_matches
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
 from mochaos.model.timing import Timing, parse_time

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from mochaos.ctrl.objects import SCORE_ANNOTATION
 from mochaos.ctrl.rest import Obj
-from mochaos.model.objects import annotations_of
+from mochaos.model.dict_helpers import annotations_of
 
 WORKING = 1
 DRAINING = 2

@@ -18,7 +18,7 @@ from mochaos.ctrl.objects import NAMESPACE_LABEL as NAMESPACE
 from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import POOL_NAME_LABEL as POOL_NAME
 from mochaos.ctrl.rest import CLAIMS, PODS, POOLS, ApiError, NotFound, Obj
-from mochaos.model.objects import deleting, labels_of, mutable_labels, name_of, rand_string
+from mochaos.model.dict_helpers import deleting, labels_of, mutable_labels, name_of, rand_string
 from mochaos.model.runtime.context import Context, ReSync, controller_ref, wrap
 from mochaos.model.timing import Timing, parse_time
 

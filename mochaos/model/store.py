@@ -20,6 +20,13 @@ from mochaos.ctrl.objects import MANAGEMENT_POLICY_ANNOTATION as MANAGEMENT_POLI
 from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
 from mochaos.ctrl.rest import PODS, Conflict, Obj
+from mochaos.model.dict_helpers import (
+    annotations_of,
+    deleting,
+    labels_of,
+    mutable_annotations,
+    mutable_labels,
+)
 from mochaos.model.hakeeper import (
     DRAINING,
     SCORE_ANNOTATION,
@@ -29,13 +36,6 @@ from mochaos.model.hakeeper import (
     container_started,
     read_score,
     store_uuid,
-)
-from mochaos.model.objects import (
-    annotations_of,
-    deleting,
-    labels_of,
-    mutable_annotations,
-    mutable_labels,
 )
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
 from mochaos.model.timing import Timing, since

@@ -36,19 +36,19 @@ class Scheme:
 REGISTRY: dict[str, Scheme] = {
     s.name: s
     for s in (
-        Scheme("model", "model:<profile>", "mochaos.operator.model_target:from_spec",
+        Scheme("model", "model:<profile>", "mochaos.operator.targets.model:from_spec",
                "the reference model of the operator (a Python controller)"),
         Scheme("source", "source:<checkout or git URL>[@<rev>]",
-               "mochaos.operator.chart_target:from_source",
+               "mochaos.operator.targets.chart:from_source",
                "the real manager built from a matrixone-operator checkout or repository "
                "(local: a process; kind: its image and the checkout's chart)",
-               local="mochaos.operator.source_target:from_spec"),
-        Scheme("binary", "binary:<path>", "mochaos.operator.binary_target:from_spec",
+               local="mochaos.operator.targets.source:from_spec"),
+        Scheme("binary", "binary:<path>", "mochaos.operator.targets.binary:from_spec",
                "a real manager binary run as a process"),
-        Scheme("image", "image:<repository>:<tag>", "mochaos.operator.chart_target:from_spec",
+        Scheme("image", "image:<repository>:<tag>", "mochaos.operator.targets.chart:from_spec",
                "the real operator image (kind/existing: Helm chart; local: Docker containers "
-               "with the host's network)", local="mochaos.operator.container_target:from_spec"),
-        Scheme("installed", "installed", "mochaos.operator.installed_target:from_spec",
+               "with the host's network)", local="mochaos.operator.targets.container:from_spec"),
+        Scheme("installed", "installed", "mochaos.operator.targets.installed:from_spec",
                "an operator already running in the cluster (existing provider)"),
     )
 }  # fmt: skip

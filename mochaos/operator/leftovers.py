@@ -2,7 +2,7 @@
 
 ``qualify`` runs its targets one after another on one cluster; a sweep runs before the
 first and after each, while no other process uses the cluster
-(:mod:`mochaos.cluster.in_use`). By then every pytest process of the target has ended, so
+(:mod:`mochaos.cluster.local.in_use`). By then every pytest process of the target has ended, so
 anything of it still there is a *leftover*, a fault of the framework: a dead run's recorded
 processes, containers and namespaces (reaped as the next run would), a webhook host still
 running, the webhook configurations, a namespace carrying the
@@ -25,16 +25,16 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos import namespaces, runstate
-from mochaos.cluster import doubles_host, in_use
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local import doubles_host, in_use
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.crds import KRUISE_OWNER, OWNER_LABEL, SOURCE_ANNOTATION
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.doubles import DoubleSpec, matrixone
 from mochaos.doubles.matrixone.client import ControlClient
 from mochaos.errors import InfraError, MochaosError
 from mochaos.kube import Cluster, api_client
-from mochaos.operator import webhooks
-from mochaos.operator.webhook_host import WebhookHost, port_free
+from mochaos.operator.webhooks import admission as webhooks
+from mochaos.operator.webhooks.host import WebhookHost, port_free
 from mochaos.procs import cmdline, listeners
 from mochaos.report.testreport import write_killed
 

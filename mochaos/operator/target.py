@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from mochaos.cluster.environment import Environment
 from mochaos.kube import Cluster
+from mochaos.matrixone.waits import Timings
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,18 @@ class PoolSpec:
     pod_labels: dict[str, str] = field(default_factory=dict)
     max_pods: int | None = None
     """The pool's cap on CN pods (``strategy.scaleStrategy.maxPods``), when it has one."""
+
+    @classmethod
+    def of(cls, pool: dict[str, Any]) -> PoolSpec:
+        """The spec of a rendered CNPool (:func:`mochaos.matrixone.topology.prepare_namespace`
+        returns one): every field the scenario's pool must carry."""
+        spec = pool["spec"]
+        return cls(
+            template=spec["template"],
+            deps=spec["deps"],
+            pod_labels=spec["podLabels"],
+            max_pods=spec["strategy"]["scaleStrategy"]["maxPods"],
+        )
 
     def overlay(self, pool: dict[str, Any]) -> dict[str, Any]:
         """Put this spec's template, deps, pod labels and maxPods onto a scenario's CNPool."""
@@ -60,6 +73,19 @@ class Waits:
     teardown: float = 30.0
     """A deleted test namespace disappears while the operator still runs (it finalizes
     its objects); after this, mo-chaos releases what is left and reports it."""
+
+    @classmethod
+    def of(cls, timings: Timings) -> Waits:
+        """The waits on a real MatrixOne (:class:`~mochaos.matrixone.waits.Timings`, from the
+        operator's intervals): a claim binds once a new CN started and registered."""
+        return cls(
+            pool_ready=timings.pool_ready,
+            bind=timings.new_cn,
+            deletion_cost=timings.deletion_cost,
+            migration_phase=timings.migration_phase,
+            log_line=timings.log_line,
+            teardown=timings.teardown,
+        )
 
 
 class Sessions(Protocol):
@@ -118,7 +144,7 @@ class OperatorTarget(Protocol):
     """What ``--operator`` names: how to install and start an operator.
 
     A target may also keep test namespaces ready ahead in an attribute ``warm``
-    (:class:`mochaos.operator.warm.WarmNamespaces`): the plugin then hands the test one of
+    (:class:`mochaos.operator.runtime.warm.WarmNamespaces`): the plugin then hands the test one of
     those, and :meth:`start` finds its operator already running.
     """
 

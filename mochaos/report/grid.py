@@ -11,8 +11,15 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from mochaos.report.history import NOT_RUN, Build, Changes, builds, changed_from_previous, changes
-from mochaos.report.history import load as load_history
+from mochaos.report.build_history import (
+    NOT_RUN,
+    Build,
+    Changes,
+    builds,
+    changed_from_previous,
+    changes,
+)
+from mochaos.report.build_history import load as load_history
 from mochaos.report.index import OUTCOME_COLOURS
 
 GRID_FILE = "grid.html"

@@ -208,7 +208,7 @@ def _pod_age_key(state: State, claim: str) -> tuple[str, str]:
 
 def cn_pool(name: str, *, run_id: str, max_idle: int) -> dict[str, Any]:
     """A CNPool keeping ``max_idle`` idle CN pods; a real cluster's target overlays its
-    template, deps, pod labels and maxPods (mochaos.operator.matrixone.topology.PoolSpec)."""
+    template, deps, pod labels and maxPods (mochaos.matrixone.topology.PoolSpec)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "CNPool",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mochaos.errors import InfraError
-from mochaos.tooling.progress import Progress, say
+from mochaos.tooling.progress_callback import Progress, say
 
 
 @dataclass(frozen=True, slots=True)

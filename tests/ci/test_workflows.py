@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from mochaos import __version__
-from mochaos.report import history
+from mochaos.report import build_history as history
 from mochaos.report.junit import read_junit
 from mochaos.report.merge import verdict_table
 

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from mochaos.binaries import control_plane
-from mochaos.cluster import doubles_host, environment, events
+from mochaos.cluster import environment, events
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import COMPONENTS, LocalProvider
+from mochaos.cluster.local import doubles_host
+from mochaos.cluster.local.cluster_dir import COMPONENTS
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.kruise import manager, module
 from mochaos.operator import parse_target
 from mochaos.procs import cmdline

@@ -57,7 +57,7 @@ def test_explore_rediscovers_the_seed_race_on_upstream_and_nothing_on_fixed(
 
 
 def test_the_pytest_entry_collects_one_test_per_case(tmp_path):
-    from mochaos.explore.faults import RoleFault
+    from mochaos.explore.matrix import RoleFault
     from mochaos.explore.plan import Case, Exploration, Step
     from mochaos.explore.points import extract
 

@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from mochaos.cluster import doubles_host
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local import doubles_host
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.crds import KRUISE_OWNER, OWNER_LABEL
 from mochaos.doubles import DoubleContext
 from mochaos.kruise import manager, module

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.kruise import build, module
+from mochaos.kruise import kruise_build as build
+from mochaos.kruise import module
 from mochaos.kruise.pin import pinned_version
 
 KRUISE_GOMOD = """module github.com/openkruise/kruise

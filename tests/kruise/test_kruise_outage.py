@@ -19,7 +19,7 @@ from test_kruise_manager import GROUP, PLURAL, VERSION, cloneset
 
 from mochaos.binaries import control_plane
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.kruise import module
 from mochaos.kube import new_api_client
 

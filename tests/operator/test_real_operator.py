@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.operator.targets.source import ENV_SOURCE
 from mochaos.report.junit import read_junit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from test_real_operator import MAIN, failed, run_seed  # this folder's module (rootdir mode)
 
-from mochaos.operator.source_target import ENV_SOURCE
+from mochaos.operator.targets.source import ENV_SOURCE
 
 E2E_ENV = "MOCHAOS_KIND_E2E"
 
 
 def _engine_reason() -> str | None:
-    from mochaos.cluster.docker_engine import DockerEngine, parse_info
-    from mochaos.cluster.engine_host import RUNTIME_NAME
-    from mochaos.cluster.host_facts import HostFacts
+    from mochaos.cluster.kind.docker_engine import DockerEngine, parse_info
+    from mochaos.cluster.kind.engine_host import RUNTIME_NAME
+    from mochaos.cluster.kind.host_facts import HostFacts
     from mochaos.errors import InfraError
 
     try:

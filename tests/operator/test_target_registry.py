@@ -82,14 +82,14 @@ def _docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Non
 
 
 def test_an_image_is_installed_with_its_chart_on_kind_and_existing_clusters():
-    from mochaos.operator.chart_target import ImageTarget
+    from mochaos.operator.targets.chart import ImageTarget
 
     for cluster in ("kind", "existing"):
         assert isinstance(parse_target(f"image:{IMAGE}", {"cluster": cluster}), ImageTarget)
 
 
 def test_an_image_runs_as_containers_on_the_local_cluster(tmp_path, monkeypatch):
-    from mochaos.operator.container_target import ContainerTarget
+    from mochaos.operator.targets.container import ContainerTarget
 
     _docker(tmp_path, monkeypatch, "echo 20.10.24")
     target = parse_target(f"image:{IMAGE}", {"cluster": "local", "operator_crds": tmp_path})

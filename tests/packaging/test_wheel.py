@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mochaos.doubles.matrixone import build
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -51,12 +53,32 @@ def test_manifests_and_schemas_are_package_data(wheel):
     assert "mochaos/report/junit.xsd" in files
 
 
-def test_go_sources_of_the_doubles_ship_with_the_package(wheel):
-    go = [n for n in names(wheel) if n.startswith("mochaos/doubles/") and n.endswith(".go")]
-    mods = [n for n in names(wheel) if n.startswith("mochaos/doubles/") and n.endswith("go.mod")]
-    if not list((ROOT / "mochaos" / "doubles").rglob("*.go")):
-        pytest.skip("no Go double in this tree yet")
-    assert go and mods
+def test_the_go_modules_ship_inside_the_package_without_their_tests(wheel):
+    """Each Go module of the repository's go/ is in the wheel as mochaos/_go/<module>/: its
+    non-test sources, go.mod and go.sum (a wheel install builds them), no _test.go."""
+    shipped = {n.removeprefix("mochaos/_go/") for n in names(wheel) if n.startswith("mochaos/_go/")}
+    modules = sorted(p.parent for p in (ROOT / "go").glob("*/go.mod"))
+    assert modules, "no Go module under go/"
+    for module in modules:
+        files = {str(p.relative_to(ROOT / "go")) for p in module.rglob("*") if p.is_file()}
+        tests = {f for f in files if f.endswith("_test.go")}
+        assert tests, f"{module.name}: expected the module to have Go tests (kept out of the wheel)"
+        wanted = {
+            f for f in files if f.endswith(".go") or f.rsplit("/", 1)[-1] in ("go.mod", "go.sum")
+        }
+        assert wanted - tests <= shipped, sorted(wanted - tests - shipped)
+        assert not tests & shipped, sorted(tests & shipped)
+    assert not [n for n in shipped if n.endswith("_test.go")]
+    assert "matrixone-double/go.mod" in shipped and "matrixone-double/main.go" in shipped
+
+
+def test_the_double_s_recipe_is_the_same_from_the_wheel(wheel, tmp_path, monkeypatch):
+    """The build recipe digests the module's sources: the wheel's copy gives the checkout's
+    digest, so an installed mo-chaos finds the binaries a checkout built (no rebuild)."""
+    wheel.extractall(tmp_path, [n for n in names(wheel) if n.startswith("mochaos/_go/")])
+    checkout = build.recipe()
+    monkeypatch.setattr(build, "GO_MODULE", tmp_path / "mochaos" / "_go" / "matrixone-double")
+    assert build.recipe() == checkout
 
 
 def test_the_plugin_and_the_command_are_entry_points(wheel):

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mochaos.invariants.verdict import Verdict
-from mochaos.report import history, rundir
+from mochaos.report import build_history as history
+from mochaos.report import rundir
 from mochaos.report.qualify import qualify
 from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import merge_summary, write_result

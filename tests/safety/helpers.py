@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mochaos.binaries import control_plane
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.paths import state_dir
 from mochaos.report.junit import JUnitCase, read_junit
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from mochaos.cluster import events
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import APISERVER_OUTAGE, History, Marker
 from mochaos.observe.recorder import CLUSTER_COMPONENT
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 import pytest
 import yaml
 
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.ctrl.objects import SESSIONS_ANNOTATION
 from mochaos.errors import InfraError, UsageError
 from mochaos.observe.history import ActionRecord, Change, History, Marker

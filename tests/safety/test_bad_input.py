@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from mochaos import exits
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError
-from mochaos.operator.process import OperatorProcess
+from mochaos.operator.runtime.process import OperatorProcess
 from mochaos.operator.target import Waits
 from mochaos.procs import cmdline
 

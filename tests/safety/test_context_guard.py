@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 
 from .helpers import (
     SHORT_SCENARIO,

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mochaos.cluster.supervisor import KUBECONFIG_FILE
+from mochaos.cluster.local.supervisor import KUBECONFIG_FILE
 from mochaos.observe.history import OPERATOR_FREEZE, History
 
 from .helpers import CHILD, ROOT, child_env, needs_binaries, run_child

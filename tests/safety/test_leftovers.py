@@ -18,12 +18,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from mochaos import crds
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.kube import Cluster, api_client
-from mochaos.operator import webhooks
 from mochaos.operator.leftovers import sweep
-from mochaos.operator.webhook_host import spawn
+from mochaos.operator.webhooks import admission as webhooks
+from mochaos.operator.webhooks.host import spawn
 from mochaos.paths import state_dir
 from mochaos.procs import start_time
 
@@ -158,7 +158,7 @@ def test_nothing_is_swept_while_another_process_uses_the_cluster(swept_cluster: 
     with api_client(swept_cluster.kubeconfig, user_agent="mochaos/test") as api:
         _namespace(api, "mc-in-use")
     user = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from mochaos.cluster.local import "
+        [sys.executable, "-c", "import sys, time; from mochaos.cluster.local.local_provider import "
          "LocalProvider; LocalProvider().up(); print('up', flush=True); time.sleep(120)"],
         env=child_env(MOCHAOS_CLUSTER_NAME=swept_cluster.name), stdout=subprocess.PIPE,
         text=True,

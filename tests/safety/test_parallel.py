@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import History
 
 from .helpers import child_env, needs_binaries

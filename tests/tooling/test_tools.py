@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.cluster.kind import KIND
+from mochaos.cluster.kind.kind_provider import KIND
 from mochaos.errors import InfraError
-from mochaos.operator.helm import HELM
+from mochaos.operator.provenance.helm import HELM
 from mochaos.tooling.runner import RecordingRunner
 from mochaos.tooling.tools import Tool, check_version, parse_version, require_tool
 

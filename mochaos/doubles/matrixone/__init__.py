@@ -1,10 +1,11 @@
 """The MatrixOne double: MatrixOne's control plane as the operator reaches it over morpc.
 
-One Go process per local cluster (``go/``, built by :func:`.build.binary` when a target needs it)
-runs, for every namespace with a LogSet, a real MatrixOne HAKeeper on its own loopback
-address, a CN store per Running CN pod and a TN store per Running DN pod, the TN's lock
-service and each CN's query service. See README.md in this folder. :data:`SPEC` is its
-:class:`~mochaos.doubles.DoubleSpec`; :mod:`.client` is the control client scenarios use.
+One Go process per local cluster (the repository's ``go/matrixone-double/``, built by
+:func:`.build.binary` when a target needs it) runs, for every namespace with a LogSet, a
+real MatrixOne HAKeeper on its own loopback address, a CN store per Running CN pod and a
+TN store per Running DN pod, the TN's lock service and each CN's query service. See
+README.md in this folder. :data:`SPEC` is its :class:`~mochaos.doubles.DoubleSpec`;
+:mod:`.client` is the control client scenarios use.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """How the MatrixOne double's Go module becomes a binary for a given MatrixOne version.
 
-The module (``go/`` next to this file, shipped as package data) pins the MatrixOne
-version the operator's main branch pins. For that version it builds from its own
-go.mod/go.sum; for another it is rewritten to require that version with the replace
-lines of that version's own go.mod (MatrixOne's forks of goetty, dragonboat, …), then
-tidied. :func:`binary` runs the steps through :mod:`mochaos.binaries` and caches the binary.
+The module (the repository's ``go/matrixone-double/``, carried by the wheel: found by
+:func:`mochaos.paths.go_module`) pins the MatrixOne version the operator's main branch
+pins. For that version it builds from its own go.mod/go.sum; for another it is rewritten
+to require that version with the replace lines of that version's own go.mod (MatrixOne's
+forks of goetty, dragonboat, …), then tidied. :func:`binary` runs the steps through
+:mod:`mochaos.binaries` and caches the binary.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from mochaos.binaries.go import (
     stderr_progress,
 )
 from mochaos.binaries.obtain import obtain
+from mochaos.paths import go_module
 from mochaos.tooling.gomod import replace_lines
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
-GO_MODULE = Path(__file__).with_name("go")
+GO_MODULE = go_module("matrixone-double")
 MO_MODULE = "github.com/matrixorigin/matrixone"
 BINARY = "matrixone-double"
 RECIPE = "module-v1"

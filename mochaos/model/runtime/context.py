@@ -12,8 +12,8 @@ from typing import TypeVar
 
 from mochaos.ctrl.informer import Informer
 from mochaos.ctrl.rest import Kind, Kube, NotFound, Obj
+from mochaos.model.dict_helpers import merge_diff, meta
 from mochaos.model.logs import Logger
-from mochaos.model.objects import merge_diff, meta
 from mochaos.model.timing import go_duration
 
 E = TypeVar("E", bound=BaseException)

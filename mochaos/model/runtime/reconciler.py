@@ -16,9 +16,9 @@ from typing import Protocol
 from mochaos.ctrl.informer import Informer
 from mochaos.ctrl.rest import ApiError, Conflict, Kind, Obj
 from mochaos.ctrl.workqueue import RateLimiter, WorkQueue
-from mochaos.model.events import NORMAL, WARNING, EventRecorder
+from mochaos.model.dict_helpers import deleting, meta
+from mochaos.model.event_recorder import NORMAL, WARNING, EventRecorder
 from mochaos.model.logs import Logger
-from mochaos.model.objects import deleting, meta
 from mochaos.model.runtime.context import Client, Context, ReSync, find_cause
 from mochaos.model.timing import Timing
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
 from mochaos.scenario import Scenario, claim_bound, delete_pod

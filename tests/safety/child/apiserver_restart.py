@@ -15,8 +15,8 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from mochaos.cluster.local import LocalProvider
-from mochaos.cluster.processes import ProcessSpec
+from mochaos.cluster.local.local_provider import LocalProvider
+from mochaos.cluster.local.processes import ProcessSpec
 from mochaos.errors import Inconclusive, UsageError
 from mochaos.kube import Cluster
 from mochaos.scenario import Scenario, claim_bound, delete_pod

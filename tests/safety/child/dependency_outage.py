@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from mochaos.cluster import doubles_host
 from mochaos.cluster.environment import Environment
-from mochaos.cluster.local import LocalProvider
+from mochaos.cluster.local import doubles_host
+from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import UsageError
 from mochaos.kruise import manager
 from mochaos.kruise.module import DEFAULT_VERSION

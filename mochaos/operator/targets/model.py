@@ -1,0 +1,129 @@
+"""``model:<profile>``: the reference operator model as one process per test namespace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from mochaos.cluster.environment import Environment
+from mochaos.config import CheckOptions
+from mochaos.crds import install, own_crds
+from mochaos.ctrl.objects import SCORE_ANNOTATION
+from mochaos.errors import UsageError
+from mochaos.kube import Cluster, api_client
+from mochaos.model.profiles import ALIASES, PROFILES, valid_names
+from mochaos.operator.runtime.process import OperatorProcess
+from mochaos.operator.target import Waits
+
+NAMESPACE_DELETION_SLACK = 20.0
+"""Seconds of a test namespace's deletion that no time scale shortens: Kubernetes'
+namespace controller starts 5 s after the deletion (``namespaceDeletionGracePeriod``) and
+then deletes the namespace's objects in rounds, the model finalizing each kind in turn.
+With 5 s, at ``--time-scale 0.2`` (7 s in all) the model was often stopped before it had
+finalized its claim sets and pool, whose finalizers mo-chaos then had to release."""
+
+
+def model_waits(time_scale: float) -> Waits:
+    """The model's intervals are the operator's, time-scaled; a few seconds of slack on top."""
+    s = CheckOptions(time_scale=time_scale).scaled
+    return Waits(
+        pool_ready=s(60) + 30,
+        bind=s(60) + 30,
+        deletion_cost=s(45) + 10,
+        migration_phase=s(120) + 10,
+        log_line=s(30) + 10,
+        teardown=s(10) + NAMESPACE_DELETION_SLACK,
+    )
+
+
+class ScoreAnnotationSessions:
+    """Sessions as the model reads them: it plays MatrixOne's query service by reading the
+    pod's ``matrixorigin.io/score`` annotation (the form the real CN-store controller
+    writes after asking the query service). Only the model reads it; the real operator gets
+    sessions from the MatrixOne double (local) or real SQL sessions (kind)."""
+
+    def __init__(self, cluster: Cluster, namespace: str) -> None:
+        self._cluster = cluster
+        self._namespace = namespace
+
+    def hold(self, pod: str, n: int) -> int | None:
+        """Publish ``n`` sessions on ``pod``; return the write's resourceVersion."""
+        score = json.dumps(
+            {"sessionCount": n, "pipelineCount": 0, "replicaCount": 0}, separators=(",", ":")
+        )
+        body = {"metadata": {"annotations": {SCORE_ANNOTATION: score}}}
+        with api_client(
+            self._cluster.kubeconfig, user_agent="mochaos/chaos", context=self._cluster.context
+        ) as api:
+            pod_obj = client.CoreV1Api(api).patch_namespaced_pod(pod, self._namespace, body)
+        rv = pod_obj.metadata.resource_version
+        return int(rv) if rv else None
+
+    def close(self) -> None:
+        """Nothing to release: the annotation goes with the pod."""
+
+
+class ModelTarget:
+    """Installs our CRDs and starts ``python -m mochaos.model`` per namespace."""
+
+    images: tuple[str, ...] = ()
+    crds = "own"
+    time_scaled = True
+    environment = Environment()
+    """The model makes its pods itself: no workload controller, no MatrixOne double."""
+
+    def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
+        if profile not in PROFILES and profile not in ALIASES:
+            raise UsageError(
+                f"unknown model profile {profile!r}",
+                hint=f"use model:<p> with p one of {valid_names()}",
+            )
+        self.profile = profile
+        self.time_scale = time_scale
+        self.spec = f"model:{profile}"
+        self.version = f"model-{profile}"
+
+    def install(self, cluster: Cluster) -> None:
+        """Install the CNClaim / CNClaimSet / CNPool CRDs (ours, unless the operator's are)."""
+        install(cluster, own_crds())
+
+    def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
+        """Start the model for one namespace and wait until its informers synced."""
+        ready_file = log_dir / "operator.ready"
+        user_agent = f"matrixone-operator-model/{self.profile}"
+        command = [
+            sys.executable, "-m", "mochaos.model",
+            "--profile", self.profile,
+            "--kubeconfig", str(cluster.kubeconfig),
+            "--namespace", namespace,
+            "--log-file", str(log_dir / "operator.log"),
+            "--ready-file", str(ready_file),
+            "--time-scale", repr(self.time_scale),
+            "--user-agent", user_agent,
+        ]  # fmt: skip
+        if cluster.context:
+            command += ["--context", cluster.context]
+        proc = OperatorProcess(
+            target=self.spec,
+            version=self.version,
+            user_agent=user_agent,
+            command=command,
+            log_path=log_dir / "operator.log",
+            ready_file=ready_file,
+            sessions=ScoreAnnotationSessions(cluster, namespace),
+            waits=model_waits(self.time_scale),
+        )
+        proc.start()
+        return proc
+
+    def close(self) -> None:
+        """Nothing is held between tests."""
+
+
+def from_spec(value: str, options: dict[str, Any]) -> ModelTarget:
+    """``model:<profile>``."""
+    return ModelTarget(profile=value, time_scale=float(options.get("time_scale") or 1.0))

@@ -1,0 +1,70 @@
+"""Which faults apply to a point, and how --faults is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from mochaos.errors import UsageError
+from mochaos.explore.matrix import EXPLORED, RoleFault, applicable, parse_fault_kinds
+from mochaos.explore.points import extract
+
+from .histories import migration_learn_run
+
+ALL = tuple(EXPLORED)
+
+
+def _point(label: str):
+    (point,) = (p for p in extract(migration_learn_run()) if p.label == label)
+    return point
+
+
+def test_a_pod_point_gets_its_own_faults_those_of_the_claims_naming_it_and_the_operators():
+    faults = applicable(_point("source pod: phase Bound → Draining"), ALL)
+    assert [f.label for f in faults] == [
+        "delete-pod source pod",  # its label went in the same write: none to remove
+        "scale-in migrating set", "scale-out migrating set", "delete-claim migrating claim",
+        "restart", "kill", "pause",
+    ]  # fmt: skip
+
+
+def test_the_seed_race_is_a_cell_of_the_default_matrix():
+    assert RoleFault("scale-in", "migrating set") in applicable(
+        _point("source pod: phase Bound → Draining"), ALL
+    )
+
+
+def test_a_pool_pod_is_targeted_as_the_point_and_a_gone_object_gets_no_fault_of_its_own():
+    created = [f.label for f in applicable(_point("pool pod: created"), ALL)]
+    assert created == ["delete-pod point", "restart", "kill", "pause"]  # Idle: no label
+    gone = [f.label for f in applicable(_point("pool pod: gone"), ALL)]
+    assert gone == ["restart", "kill", "pause"]
+
+
+def test_a_labelled_pod_gets_its_label_removed_and_both_claims_naming_it_their_faults():
+    faults = [
+        f.label
+        for f in applicable(_point("target pod: claimed-by holder claim → migrating claim"), ALL)
+    ]
+    assert faults[:2] == ["delete-pod target pod", "remove-label target pod"]
+    assert {"scale-in holder set", "scale-in migrating set", "delete-claim holder claim"} <= set(
+        faults
+    )
+
+
+def test_a_pod_that_just_lost_its_label_gets_no_label_removal():
+    labels = [f.kind for f in applicable(_point("source pod: claimed-by migrating claim → -"), ALL)]
+    assert "remove-label" not in labels and "delete-pod" in labels
+
+
+def test_faults_picks_kinds_and_refuses_unknown_ones():
+    assert parse_fault_kinds("") == ALL
+    assert parse_fault_kinds("scale-in, restart") == ("scale-in", "restart")
+    faults = applicable(_point("source pod: phase Bound → Draining"), ("scale-in",))
+    assert faults == [RoleFault("scale-in", "migrating set")]
+    with pytest.raises(UsageError, match="unknown fault nap"):
+        parse_fault_kinds("scale-in,nap")
+
+
+def test_slugs_are_test_ids():
+    assert RoleFault("scale-in", "migrating set").slug == "scale-in.migrating-set"
+    assert RoleFault("restart").slug == "restart"
