@@ -169,6 +169,8 @@ def default_workers(cluster: str) -> int:
 
 
 MINIO_MODES = ("auto", "docker", "in-cluster")
+INTERPOSER_MODES = ("on", "off")
+"""``--mochaos-interposer``: the operator through an interposer of its own, or direct."""
 WARM_NAMESPACES = 1
 """Namespaces a pytest process keeps ready for a real manager's next tests: one overlaps
 the ~40 s MatrixOne set-up of the next test with the current one (bench/warm_namespaces.py)."""
@@ -182,6 +184,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the manager's path in the image", "/manager", target=True),
     Setting("operator_ready_timeout", "--operator-ready-timeout", "seconds a real manager "
             "may take to start its controllers", 90.0, _float, target=True),
+    Setting("interposer", "--mochaos-interposer", "on the local cluster the operator under "
+            "test talks to the apiserver through an interposer of its own (on), which "
+            "scenarios steer, or directly (off)", "on", choices=INTERPOSER_MODES, target=True,
+            doc="[interleaving.md](interleaving.md)"),
     Setting("warm_namespaces", "--mochaos-warm-namespaces", "real managers on the local "
             "cluster: test namespaces each pytest process keeps ready ahead (MatrixOne's "
             "LogSet and DNSet Ready, the manager started); 0 turns it off",
@@ -248,6 +254,7 @@ class RunConfig:
     operator_crds: Path | None = _DEFAULT["operator_crds"]
     operator_entrypoint: str = _DEFAULT["operator_entrypoint"]
     operator_ready_timeout: float = _DEFAULT["operator_ready_timeout"]
+    interposer: str = _DEFAULT["interposer"]
     warm_namespaces: int = _DEFAULT["warm_namespaces"]
     time_scale: float = _DEFAULT["time_scale"]
     finalize_timeout: float = _DEFAULT["finalize_timeout"]

@@ -5,8 +5,9 @@ A fault is a value (:class:`Fault`: a kind, a target, parameters), made by calli
 Jepsen's nemesis takes an operation. Each kind says, as data:
 
 - what it targets (a kind of object, or the operator under test);
-- how it is applied: one write to its target (:class:`ObjectWrite`) or a call on the running
-  operator (:class:`OperatorCall`);
+- how it is applied: one write to its target (:class:`ObjectWrite`), a call on the running
+  operator (:class:`OperatorCall`) or a rule of the operator's interposer
+  (:class:`InterposerRule`: what the operator sees and when its writes land);
 - how its landing is proven: the resourceVersion of its own write, or of a probe write just
   before or just after it (:class:`Proof`);
 - how reports name it and recognise its effect on its target.
@@ -58,6 +59,26 @@ class OperatorCall:
     """Applied as a call on the running operator: ``restart``, ``pause`` or ``kill``."""
 
     method: str
+
+
+@dataclass(frozen=True)
+class InterposerRule:
+    """Applied as a rule of the operator's interposer (mochaos.interpose.rules): ``action``
+    on the operator's requests (hold, fail, crash) or on the watch events it is given
+    (freeze, coalesce, stale-list: its next list answered from an earlier state, then a
+    restart), for objects of the kind the fault's ``kind`` parameter names. It landed when
+    the rule took something (checked at the verdict: a rule that never matched is a fault
+    that did not happen)."""
+
+    action: str
+    verbs: tuple[str, ...] = ()
+    """The verbs it takes by default (a fault may name others)."""
+
+
+OBJECT = "object"
+"""A fault's ``target_kind`` when the ``kind`` parameter says which kind it aims at (its
+target a name, or none for every object of that kind): the interposer's faults."""
+WRITES = ("create", "update", "patch", "delete")
 
 
 def _spec(obj: Obj | None, key: str) -> Any:
@@ -121,7 +142,9 @@ class FaultKind:
 
     def __call__(self, target: str = "", **params: Any) -> Fault:
         """A fault of this kind on ``target`` (a name; none for the operator)."""
-        if bool(target) != (self.target_kind is not None):
+        if self.target_kind == OBJECT:
+            pass  # a name, or every object of its kind
+        elif bool(target) != (self.target_kind is not None):
             what = f"a {self.target_kind} name" if self.target_kind else "no target"
             raise UsageError(f"fault {self.name} takes {what}", hint=f"got {target!r}")
         missing = [p for p in self.params if p not in params]
@@ -201,11 +224,67 @@ kill_operator = FaultKind(
     defaults=MappingProxyType({"downtime": None}),
 )  # fmt: skip
 
+
+def _rule_text(verb: str) -> Callable[[Mapping[str, Any], Obj | None], str]:
+    def render(p: Mapping[str, Any], prev: Obj | None) -> str:
+        what = f"{'/'.join(p.get('verbs') or ()) or 'writes'} of {p['kind']}"
+        shown = [f"{k}={v}" for k, v in (p.get("labels") or {}).items()]
+        shown += [" ".join(str(x) for x in f if x is not None) for f in p.get("fields") or ()]
+        return f"{verb} {what}" + (f" where {', '.join(shown)}" if shown else "")
+
+    return render
+
+
+_RULE_PARAMS = MappingProxyType({
+    "verbs": None, "labels": None, "fields": (), "subresource": None, "times": 1,
+    "timeout": None,
+})  # fmt: skip
+hold_write = FaultKind(
+    "hold-write", "hold_write", OBJECT,
+    "the operator's next matching write not forwarded until released (or its timeout)",
+    InterposerRule("hold", WRITES), Proof.PROBE_AFTER, _rule_text("hold"),
+    params=("kind",), defaults=_RULE_PARAMS,
+)  # fmt: skip
+fail_write = FaultKind(
+    "fail-write", "fail_write", OBJECT,
+    "the operator's next matching writes answered with an error (409 Conflict by default)",
+    InterposerRule("fail", WRITES), Proof.PROBE_AFTER, _rule_text("fail"),
+    params=("kind",), defaults=MappingProxyType({**_RULE_PARAMS, "status": 409}),
+)  # fmt: skip
+crash_after_write = FaultKind(
+    "crash-after-write", "crash_after_write", OBJECT,
+    "the operator killed the moment the apiserver accepted its matching write, before it saw "
+    "the answer, then started again",
+    InterposerRule("crash", WRITES), Proof.PROBE_AFTER, _rule_text("crash after"),
+    params=("kind",), defaults=_RULE_PARAMS,
+)  # fmt: skip
+stale_view = FaultKind(
+    "stale-view", "stale_view", OBJECT,
+    "the operator's watch of a kind frozen (its events held, in order) until released",
+    InterposerRule("freeze", ("watch",)), Proof.PROBE_AFTER, _rule_text("freeze the view of"),
+    params=("kind",), defaults=_RULE_PARAMS,
+)  # fmt: skip
+unobserved = FaultKind(
+    "unobserved", "unobserved", OBJECT,
+    "a kind's watch events held, and on release only each object's newest state delivered",
+    InterposerRule("coalesce", ("watch",)), Proof.PROBE_AFTER,
+    _rule_text("coalesce the view of"), params=("kind",), defaults=_RULE_PARAMS,
+)  # fmt: skip
+restart_stale = FaultKind(
+    "restart-stale", "restart_stale", OBJECT,
+    "the operator restarted onto a stale view: its first list of a kind answered from the "
+    "state at an earlier resourceVersion",
+    InterposerRule("stale-list", ("list",)), Proof.PROBE_AFTER,
+    lambda p, prev: f"restart operator onto {p['kind']} as at rv {p['at']}",
+    params=("kind", "at"), defaults=MappingProxyType({"times": 1}),
+)  # fmt: skip
+
 FAULTS: dict[str, FaultKind] = {
     k.name: k
     for k in (
         scale_claimset, scale_in, scale_out, delete_claim, delete_pod, remove_label,
-        restart_operator, kill_operator, pause_operator,
+        restart_operator, kill_operator, pause_operator, hold_write, fail_write,
+        crash_after_write, stale_view, unobserved, restart_stale,
     )
 }  # fmt: skip
 """Every fault kind, by name."""

@@ -199,6 +199,8 @@ def scenario(
     )
 
     recorder.follow_operator(operator)
+    if operator.interposer is not None:
+        recorder.follow_interposer(operator.interposer.journal)
     # An operator run as a local process (model, binary:, source:) is watched for SIGSTOP.
     recorder.watch_freezes(lambda: getattr(operator, "pid", None))
     run = RunInfo(

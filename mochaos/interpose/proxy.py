@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mochaos.errors import InfraError, UsageError
-from mochaos.interpose.build import binary
+from mochaos.interpose.interposer_build import binary
 from mochaos.interpose.rules import Rule
 from mochaos.runstate import register_pid, unregister_pid
 

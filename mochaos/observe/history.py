@@ -1,8 +1,10 @@
 """The history of one test namespace: what was seen, in the order it was seen.
 
 Watch events (:class:`Change`), the operator's log lines (:class:`LogRecord`), mo-chaos's
-own actions (:class:`ActionRecord`), named points (:class:`Marker`) and the ends of periods
-the operator could not act (:class:`PeriodEdge`, typed), each with the
+own actions (:class:`ActionRecord`), named points (:class:`Marker`), the ends of periods
+the operator could not act (:class:`PeriodEdge`, typed) and, when an interposer stands
+between the operator and the apiserver, the operator's requests (:class:`ApiCall`) and the
+watch events it was given (:class:`Delivery`), each with the
 recorder's sequence number and wall time; :class:`History` holds them (streamed to disk as
 JSON lines), :class:`State` is the objects as of one point. The recorder writes it; the
 invariants and the reports read it.
@@ -159,7 +161,50 @@ class Marker:
     component: str = "chaos"
 
 
-Entry: TypeAlias = Change | LogRecord | ActionRecord | Marker | PeriodEdge
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    """One request of the operator under test, as the interposer in front of the apiserver
+    saw it: ``verb`` (get, list, watch, create, update, patch, delete), the object, the
+    status the operator got, the resourceVersion a write that landed was given, and what
+    the interposer did to it (``action``: pass, held, failed, crashed, stale-list; ``rule``:
+    the rule that did it)."""
+
+    seq: int
+    t: float
+    verb: str
+    resource: str
+    namespace: str
+    name: str
+    subresource: str = ""
+    status: int = 0
+    rv: int | None = None
+    action: str = "pass"
+    rule: str = ""
+    latency_ms: float | None = None
+    held_ms: float | None = None
+    """How long the interposer held it before forwarding (a hold rule's)."""
+    component: str = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One watch event the interposer had for the operator under test (``event``: ADDED,
+    MODIFIED, DELETED, ERROR) and what became of it (``action``: delivered, held, released,
+    coalesced — superseded, never delivered —, discarded)."""
+
+    seq: int
+    t: float
+    resource: str
+    namespace: str
+    name: str
+    event: str
+    rv: int | None = None
+    action: str = "delivered"
+    rule: str = ""
+    component: str = "operator"
+
+
+Entry: TypeAlias = Change | LogRecord | ActionRecord | Marker | PeriodEdge | ApiCall | Delivery
 
 _ENTRY_TYPES: dict[str, type] = {
     "change": Change,
@@ -167,6 +212,8 @@ _ENTRY_TYPES: dict[str, type] = {
     "action": ActionRecord,
     "marker": Marker,
     "period": PeriodEdge,
+    "api": ApiCall,
+    "delivery": Delivery,
 }
 _TYPE_NAMES = {cls: name for name, cls in _ENTRY_TYPES.items()}
 
@@ -259,6 +306,18 @@ class History(Sequence[Entry]):
         """Scenario markers."""
         for e in self._entries:
             if isinstance(e, Marker):
+                yield e
+
+    def api_calls(self) -> Iterator[ApiCall]:
+        """The operator's requests the interposer saw."""
+        for e in self._entries:
+            if isinstance(e, ApiCall):
+                yield e
+
+    def deliveries(self) -> Iterator[Delivery]:
+        """The watch events the interposer had for the operator."""
+        for e in self._entries:
+            if isinstance(e, Delivery):
                 yield e
 
     def period_edges(self, kind: PeriodKind | None = None) -> Iterator[PeriodEdge]:

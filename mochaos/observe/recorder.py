@@ -39,9 +39,11 @@ from mochaos.observe.history import (
     PeriodKind,
     State,
 )
+from mochaos.observe.interposed import entry_of
 from mochaos.observe.oplog import parse_log_line
 from mochaos.observe.periods import Check, watch, watch_freezes
 from mochaos.observe.stream import HistoryStream
+from mochaos.tooling.followed_files import follow_file
 
 WATCHED_KINDS = ("CNPool", "CNClaimSet", "CNClaim", "Pod", "Event")
 CLUSTER_COMPONENT = "cluster"
@@ -110,6 +112,19 @@ class Recorder:
     def follow_operator(self, operator: OperatorLog) -> None:
         """Tail the operator's log into the history (this namespace's lines only)."""
         self._spawn("operator-log", lambda: self._tail(operator))
+
+    def follow_interposer(self, journal: Path) -> None:
+        """Follow the journal of the interposer in front of the operator into the history:
+        its requests and the watch events it was given (mochaos.observe.interposed)."""
+
+        def tail() -> None:
+            for line in follow_file(journal, self._stop):
+                with self._cond:
+                    made = entry_of(line, seq=len(self._entries), namespace=self.namespace)
+                    if made is not None:
+                        self._append(lambda seq, t, e=made: replace(e, seq=seq))
+
+        self._spawn("interposer", tail)
 
     def follow_cluster(self, events_log: Path) -> None:
         """Record each restart of one of the cluster's processes from now on as a marker

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mochaos.cluster.environment import Environment
+from mochaos.interpose.proxy import Interposer
 from mochaos.kube import Cluster
 from mochaos.matrixone.waits import Timings
 
@@ -118,6 +119,9 @@ class RunningOperator(Protocol):
     """What the scenario's CNPool needs on this target (None: the model's placeholder)."""
     sessions: Sessions
     waits: Waits
+    interposer: Interposer | None
+    """The interposer between the operator and the apiserver (None: it talks to it
+    directly); a restart keeps it, a stop ends it."""
 
     def follow_log(self, stop: threading.Event) -> Iterator[str]:
         """Follow the operator's log from its start, yielding raw lines, until ``stop`` is set."""

@@ -25,6 +25,8 @@ from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_r
 SHORT_KIND = {"CNClaim": "claim", "CNClaimSet": "claimset", "Pod": "pod", "CNPool": "pool"}
 _CANONICAL_KIND = {k.lower(): k for k in SHORT_KIND} | {v: k for k, v in SHORT_KIND.items()}
 TRACKED_KINDS = ("CNClaim", "CNClaimSet", "Pod")
+_KIND_OF_RESOURCE = {"pods": "Pod", "cnclaims": "CNClaim", "cnclaimsets": "CNClaimSet",
+                     "cnpools": "CNPool"}  # fmt: skip
 
 MARKER_TEXT = {
     "scenario": "scenario starts",
@@ -593,8 +595,39 @@ def build_rows(history: History, verdicts: Sequence[Verdict]) -> list[TimelineRo
         text = MARKER_TEXT.get(marker.label, marker.label)
         rows.add(marker.seq, marker.t, marker.component, "–", text)
     _period_rows(rows, history)
+    _interposed_rows(rows, history)
     _violation_rows(rows, history, verdicts)
     return rows.sorted()
+
+
+def _interposed_rows(rows: _Rows, history: History) -> None:
+    """What the interposer did to the operator's requests and watch events: one row per
+    request it held, failed, crashed on or answered itself (a request it only passed on is
+    no row), and per rule one condensed row of the watch events it held back or dropped."""
+    for call in history.api_calls():
+        if call.action == "pass":
+            continue
+        obj = object_ref(_KIND_OF_RESOURCE.get(call.resource, call.resource), call.name or "*")
+        sub = f"/{call.subresource}" if call.subresource else ""
+        text = f"interposer {call.action} the operator's {call.verb}{sub}"
+        if call.held_ms is not None:
+            text += f" for {call.held_ms / 1000:.1f} s"
+        if call.status:
+            text += f" (answered {call.status})"
+        rows.add(call.seq, call.t, "interposer", obj, f"{text} [rule {call.rule}]")
+    runs: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for d in history.deliveries():
+        if d.action != "delivered":
+            runs[(d.rule, d.action)].append(d)
+    for (rule, action), found in runs.items():
+        first, last = found[0], found[-1]
+        objects = sorted({f"{d.resource}/{d.name}" for d in found})
+        rows.add(
+            first.seq, first.t, "interposer", ", ".join(objects[:3]) + ("…" if len(objects) > 3
+                                                                        else ""),
+            f"interposer {action} {len(found)} watch event(s) for the operator [rule {rule}]",
+            end_offset=last.t - rows.start, count=len(found),
+        )  # fmt: skip
 
 
 def _period_rows(rows: _Rows, history: History) -> None:

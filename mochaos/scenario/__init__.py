@@ -18,20 +18,27 @@ the named workloads are the suites' fault-free parts. The modules behind this fa
 (``mochaos.scenario._*``) are private: their names may change without notice.
 """
 
+from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL
 from mochaos.errors import Inconclusive
 from mochaos.faults import (
     FAULTS,
     Fault,
     FaultKind,
+    crash_after_write,
     delete_claim,
     delete_pod,
+    fail_write,
+    hold_write,
     kill_operator,
     pause_operator,
     remove_label,
     restart_operator,
+    restart_stale,
     scale_claimset,
     scale_in,
     scale_out,
+    stale_view,
+    unobserved,
 )
 from mochaos.observe.history import State
 from mochaos.observe.vocabulary import FINALIZE_ATTEMPT
@@ -75,11 +82,13 @@ from mochaos.scenario._workloads import (
 
 __all__ = [
     "BIND",
+    "CLAIMED_BY_LABEL",
     "FAULTS",
     "FINALIZE_ATTEMPT",
     "MIGRATION",
     "MIGRATION_PHASES",
     "MIGRATION_RACE",
+    "PHASE_LABEL",
     "POD_LOSS",
     "SCALE",
     "WORKLOADS",
@@ -100,11 +109,14 @@ __all__ = [
     "claim_bound",
     "claim_deleting_in",
     "claim_spec",
+    "crash_after_write",
     "delete_claim",
     "delete_pod",
     "deletion_cost_is",
+    "fail_write",
     "get_workload",
     "held_by_set",
+    "hold_write",
     "idle_pods_at_least",
     "kill_operator",
     "migration_complete",
@@ -116,10 +128,13 @@ __all__ = [
     "pod_unlabelled",
     "remove_label",
     "restart_operator",
+    "restart_stale",
     "scale_claimset",
     "scale_in",
     "scale_out",
     "source_draining",
     "source_reclaimed",
+    "stale_view",
     "target_bound",
+    "unobserved",
 ]

@@ -13,6 +13,7 @@ step is still judged, and one that judged nothing can never pass.
 from __future__ import annotations
 
 import random
+import time
 from typing import Any, NoReturn
 
 import pytest
@@ -123,6 +124,42 @@ class Scenario(Triggers):
             )
         return self.writes.inject(fault, trigger=trigger, state=self.recorder.snapshot())
 
+    def when_taken(self, fault: ActionRecord, *, timeout: float) -> dict[str, Any]:
+        """Wait until the interposer rule of an injected interposer fault (what
+        :meth:`inject` returned) took something — held a write, froze a stream; the rule's
+        counters. Inconclusive when it took nothing within ``timeout`` wall seconds."""
+        rule_id, interposer = self._rule_of(fault)
+        since, deadline = 0, time.monotonic() + timeout
+        with phase(f"waiting for {fault.action} {fault.kind}/{fault.name or '*'} to take"):
+            while True:
+                view = interposer.rule(rule_id)
+                if view.get("matched"):
+                    return view
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Inconclusive(
+                        f"not ready after {timeout:.0f}s: {fault.action} {fault.kind}/"
+                        f"{fault.name or '*'} took nothing the operator did"
+                    )
+                since, _ = interposer.wait(since, timeout=min(left, 5.0), rule=rule_id)
+
+    def release(self, fault: ActionRecord) -> dict[str, Any]:
+        """Release what an interposer fault holds now (its held writes go to the apiserver,
+        its held events to the operator) and end it; its rule's counters."""
+        rule_id, interposer = self._rule_of(fault)
+        view = interposer.release(rule_id)
+        self.recorder.mark(f"released {fault.action} {fault.kind}/{fault.name or '*'}")
+        return view
+
+    def _rule_of(self, fault: ActionRecord) -> tuple[str, Any]:
+        rule_id = self.writes.rules.get(fault.seq)
+        if rule_id is None or self.operator.interposer is None:
+            raise UsageError(
+                f"{fault.action} {fault.kind}/{fault.name} is no interposer fault",
+                hint="give what sc.inject returned for hold_write, stale_view, …",
+            )
+        return rule_id, self.operator.interposer
+
     # -- the end -------------------------------------------------------------------------
 
     def settle(self, *, quiet: float | None = None, timeout: float | None = None) -> bool:
@@ -224,7 +261,11 @@ class Scenario(Triggers):
         return dict(self.checker.monitor.detections)
 
     def close(self) -> None:
-        """Stop background work (agent retries, monitor) and the API clients; idempotent."""
+        """Stop background work (agent retries, monitor) and the API clients, release
+        whatever the operator's interposer still holds; idempotent."""
         self.agent.stop()
         self.checker.close()
         self._kubes = []
+        interposer = self.operator.interposer
+        if interposer is not None and interposer.pid is not None:
+            interposer.release_all()

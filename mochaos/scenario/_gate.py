@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mochaos.errors import UsageError
 from mochaos.observe.history import ActionRecord, Entry, History, LogRecord, State
@@ -57,6 +58,7 @@ class Gate:
         self._recorder = recorder
         self._proofs: list[_Proof] = []
         self._refused: list[str] = []
+        self._rules: list[tuple[ActionRecord, str, Any]] = []
         self._lock = threading.Lock()
         self.closed = False
         """Set by the verdict: a write gated after it could never be verified."""
@@ -97,6 +99,12 @@ class Gate:
         with self._lock:
             self._proofs.append(_Proof(proof, trigger, None if also is None else also.seq))
 
+    def rule(self, record: ActionRecord, rule_id: str, interposer: Any) -> None:
+        """Keep an interposer fault: it landed only if its rule took something (checked at
+        the verdict, on the interposer's own counters)."""
+        with self._lock:
+            self._rules.append((record, rule_id, interposer))
+
     def refused(self, what: str) -> None:
         """Keep a write that did not land (the apiserver refused it): ``what`` says which and
         the apiserver's answer."""
@@ -110,6 +118,15 @@ class Gate:
         with self._lock:
             proofs = list(self._proofs)
             missed = list(self._refused)
+            rules = list(self._rules)
+        for record, rule_id, interposer in rules:
+            view = interposer.rule(rule_id)  # an interposer that died: an infrastructure error
+            if not view.get("matched"):
+                self._recorder.resolve_action(record.seq, in_window=False)
+                missed.append(
+                    f"{record.action} {record.kind}/{record.name or '*'} never took effect: "
+                    "its rule matched nothing the operator did while it stood"
+                )
         for p in proofs:
             write_rv = p.record.write_rv
             held = write_rv is not None and bool(

@@ -24,8 +24,9 @@ from typing import Any
 
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.ctrl.rest import KINDS, ApiError, Kube, Unreachable
-from mochaos.errors import Inconclusive, InfraError, UsageError
-from mochaos.faults import Fault, FaultKind, ObjectWrite, OperatorCall, Proof
+from mochaos.errors import Inconclusive, InfraError, MochaosError, UsageError
+from mochaos.faults import Fault, FaultKind, InterposerRule, ObjectWrite, OperatorCall, Proof
+from mochaos.interpose.rules import Field, Rule
 from mochaos.observe.history import ActionRecord, State
 from mochaos.observe.recorder import Recorder
 from mochaos.operator.target import RunningOperator
@@ -98,6 +99,8 @@ class Writes:
         self._component = component
         self._probes = 0
         self._lock = threading.Lock()
+        self.rules: dict[int, str] = {}
+        """The interposer rule each interposer fault's record stands for (by record seq)."""
         check_scope(kube, namespace, run_id)
 
     # -- recording -----------------------------------------------------------------------
@@ -252,10 +255,90 @@ class Writes:
                 kind.target_kind or "", fault.target, kind.apply, params, action=kind.action,
                 trigger=fired, fault=kind.name,
             )  # fmt: skip
+        elif isinstance(kind.apply, InterposerRule):
+            record = self._interposer_fault(fault, kind.apply, params, fired, state)
         else:
             record = self._operator_fault(fault, kind.apply, params, fired)
         LOGGER.info("fault injected: %s%s", fault.label, f" (when {fired.name})" if fired else "")
         return record
+
+    def _interposer_fault(
+        self,
+        fault: Fault,
+        spec: InterposerRule,
+        params: dict[str, Any],
+        fired: Fired | None,
+        state: State,
+    ) -> ActionRecord:
+        """A rule of the operator's interposer, dated by a probe write just after it took
+        effect when its trigger is a state; the gate checks at the verdict that it took
+        something (a rule that never matched is a fault that did not happen)."""
+        operator = self._operator
+        interposer = None if operator is None else operator.interposer
+        if interposer is None:
+            raise UsageError(
+                f"{fault.label} needs the operator's interposer",
+                hint="run on the local cluster with --mochaos-interposer on",
+            )
+        rule = self._rule(fault, spec, params, state)
+        shown = {k: v for k, v in params.items() if v not in (None, (), {})}
+        record = self.record(fault.kind.action, params["kind"], fault.target, params=shown,
+                             trigger=fired, fault=fault.kind.name)  # fmt: skip
+        interposer.add(rule)
+        self.rules[record.seq] = rule.id
+        if spec.action == "stale-list":  # its next list is the restarted operator's first
+            operator.restart()  # type: ignore[union-attr]
+        elif spec.action == "crash":  # the operator dies with the write; a new one starts
+            threading.Thread(target=self._after_crash, args=(rule.id,), daemon=True,
+                             name=f"after-{rule.id}").start()  # fmt: skip
+        self._gate.rule(record, rule.id, interposer)
+        if fired is not None and fired.predicate is not None:
+            self._gate.landed(self.probe(), fired, also=record)
+        elif fired is not None:
+            self._gate.landed(record, fired)
+        return record
+
+    def _rule(
+        self, fault: Fault, spec: InterposerRule, params: dict[str, Any], state: State
+    ) -> Rule:
+        """The interposer's rule for ``fault`` (a usage error when it could never match)."""
+        kind = str(params["kind"])
+        fields = [Field(f"metadata.labels.{k.replace('.', chr(92) + '.')}", "eq", v)
+                  for k, v in (params.get("labels") or {}).items()]  # fmt: skip
+        fields += [Field(*f) for f in params.get("fields") or ()]
+        with self._lock:
+            self._probes += 1
+            rule_id = f"{fault.kind.name}-{self._probes}"
+        listed = None
+        if spec.action == "stale-list":
+            at = int(params["at"])
+            listed = _listed(kind, self._recorder.history().state_at_rv(at), at)
+        pid = getattr(self._operator, "pid", None) if spec.action == "crash" else None
+        return Rule(
+            rule_id, spec.action, kind, self.namespace,
+            verbs=tuple(params.get("verbs") or spec.verbs), name=fault.target or None,
+            subresource=params.get("subresource"), fields=tuple(fields),
+            times=None if spec.action in ("freeze", "coalesce") else params.get("times"),
+            timeout_seconds=params.get("timeout"), status=params.get("status"),
+            signal_pid=pid, listed=listed,
+        )  # fmt: skip
+
+    def _after_crash(self, rule_id: str) -> None:
+        """Once the interposer withheld the answer of the crash rule's write (and killed the
+        operator, when it knew its pid): stop what is left of the operator, start it again,
+        drop the withheld answer. Ends with the scenario's verdict."""
+        operator = self._operator
+        interposer = None if operator is None else operator.interposer
+        since = 0
+        while interposer is not None and not self._gate.closed:
+            try:
+                since, records = interposer.wait(since, timeout=2.0, rule=rule_id)
+            except MochaosError:
+                return  # the interposer is gone: the verdict names it
+            if any(r.get("what") == "crashed" for r in records):
+                operator.restart()  # type: ignore[union-attr]
+                interposer.release(rule_id, drop=True)
+                return
 
     def _operator_fault(
         self, fault: Fault, call: OperatorCall, params: dict[str, Any], fired: Fired | None
@@ -287,3 +370,15 @@ class Writes:
             operator.restart()
             self.record("restart_operator", "Operator", "operator")
         return record
+
+
+def _listed(kind: str, state: State, rv: int) -> dict[str, Any]:
+    """The List the apiserver would have answered for ``kind`` at resourceVersion ``rv`` of
+    the run's history (``state``: the objects as of ``rv``; a kind the recorder watches)."""
+    if kind not in KINDS:
+        raise UsageError(f"no earlier state of {kind} to restart onto: it is not recorded",
+                         hint=f"use one of {', '.join(KINDS)}")  # fmt: skip
+    api_version = KINDS[kind].api_version
+    items = [{"apiVersion": api_version, "kind": kind, **obj} for obj in state.all(kind).values()]
+    return {"apiVersion": api_version, "kind": f"{kind}List",
+            "metadata": {"resourceVersion": str(rv)}, "items": items}  # fmt: skip

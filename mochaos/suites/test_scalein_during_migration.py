@@ -15,8 +15,11 @@ from mochaos.scenario import (
     MIGRATION,
     MIGRATION_PHASES,
     MIGRATION_RACE,
+    PHASE_LABEL,
     Scenario,
     SeedTopology,
+    claim_deleting_in,
+    hold_write,
     scale_claimset,
     source_draining,
 )
@@ -30,6 +33,21 @@ def test_scalein_during_migration(scenario: Scenario, seed: SeedTopology):
     MIGRATION.drive(sc, seed)
     draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
     sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
+
+
+def test_scalein_during_migration_held(scenario: Scenario, seed: SeedTopology):
+    """The seed race made certain: the operator's write that ends the drain of X's source A
+    (its pool phase Draining → Idle: the store controller's, cnstore/pooling.go) is held
+    until S1's scale-in has landed and the claim-set controller has picked its victim, so
+    the scale-in always lands while X migrates (docs/interleaving.md)."""
+    sc = scenario
+    drained = sc.inject(hold_write(seed.a, kind="Pod", labels={PHASE_LABEL: "Idle"}))
+    MIGRATION.drive(sc, seed)
+    draining = sc.when(source_draining(seed.x, seed.a), timeout=sc.waits.migration_phase)
+    sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
+    sc.when(claim_deleting_in("s1"), timeout=sc.waits.log_line)
+    sc.when_taken(drained, timeout=sc.waits.migration_phase)
+    sc.release(drained)
 
 
 def test_scalein_during_migration_race(scenario: Scenario):

@@ -69,6 +69,8 @@ class InClusterOperator:
         self.target = target
         self.version = version
         self.user_agent = USER_AGENT
+        self.interposer = None
+        """In the cluster the operator talks to the apiserver directly."""
         self.username = f"system:serviceaccount:{namespace}:{deployment}"
         self.api = api_client
         self.namespace = namespace

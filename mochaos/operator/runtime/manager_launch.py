@@ -59,6 +59,9 @@ class ManagerLaunch:
     workdir: Path
     hosts_file: Path | None
     webhooks: bool = False
+    kubeconfig: Path | None = None
+    """The operator's own kubeconfig (an interposer's, its only context); None: the
+    cluster's."""
     extra_env: dict[str, str] = field(default_factory=dict)
     metrics_port: int = field(default_factory=free_port)
     probe_port: int = field(default_factory=free_port)
@@ -68,7 +71,9 @@ class ManagerLaunch:
         and the environment it reads (no program, no ``PATH``: the caller runs it)."""
         cfg = write_config_dir(self.workdir / "operator-cfg")
         kubeconfig = write_single_context(
-            cluster.kubeconfig, cluster.context, self.workdir / "kubeconfig"
+            self.kubeconfig or cluster.kubeconfig,
+            None if self.kubeconfig else cluster.context,
+            self.workdir / "kubeconfig",
         )
         args = [
             f"--operator-cfg-directory={cfg}",

@@ -24,13 +24,14 @@ from typing import Any
 from mochaos import exits
 from mochaos.cluster.local.attached import Attached
 from mochaos.errors import InfraError, UsageError
+from mochaos.interpose.proxy import Interposer
 from mochaos.kube import Cluster
 from mochaos.kubeconfig import referenced_files
 from mochaos.operator.runtime.manager_launch import ManagerLaunch, ready_in_log
-from mochaos.operator.runtime.process import follow_file, log_size, read_lines, tail
 from mochaos.operator.target import PoolSpec, Sessions, Waits
 from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.docker_cli import ENGINE_ENV, DockerCli, daemon_reason
+from mochaos.tooling.followed_files import follow_file, log_size, read_lines, tail
 
 DEFAULT_ENTRYPOINT = "/manager"
 """The manager's path in the operator's image: its Dockerfile's ``ENTRYPOINT ["/manager"]``
@@ -163,6 +164,7 @@ class OperatorContainer:
         waits: Waits,
         ready: Callable[[Sequence[str]], bool] = ready_in_log,
         pool_spec: PoolSpec | None = None,
+        interposer: Interposer | None = None,
     ) -> None:
         self.docker = docker
         self.spec = spec
@@ -173,6 +175,8 @@ class OperatorContainer:
         self.sessions = sessions
         self.waits = waits
         self.pool_spec = pool_spec
+        self.interposer = interposer
+        """The interposer between this operator and the apiserver (None: direct)."""
         self._ready = ready
         self._ready_timeout = ready_timeout
         self._cid: str | None = None
@@ -228,7 +232,14 @@ class OperatorContainer:
         return read_lines(self.log_path, self._log_offset)
 
     def stop(self, grace: float = STOP_GRACE) -> None:
-        """Thaw, SIGTERM, SIGKILL after ``grace`` seconds, remove the container; idempotent."""
+        """Thaw, SIGTERM, SIGKILL after ``grace`` seconds, remove the container, stop its
+        interposer; idempotent."""
+        self._halt(grace)
+        if self.interposer is not None:
+            self.interposer.stop()
+
+    def _halt(self, grace: float = STOP_GRACE) -> None:
+        """Thaw, SIGTERM, SIGKILL after ``grace`` seconds, remove the container."""
         with self._lock:
             if self._resume:
                 self._resume.cancel()
@@ -261,8 +272,9 @@ class OperatorContainer:
                 self.docker.kill(self._cid)
 
     def restart(self) -> None:
-        """Stop (gracefully) and start a new container; the log keeps growing."""
-        self.stop()
+        """Stop (gracefully) and start a new container; the log keeps growing, the
+        interposer stays."""
+        self._halt()
         self.start()
 
     def pause(self, seconds: float) -> None:

@@ -17,9 +17,11 @@ from pathlib import Path
 
 from mochaos import exits
 from mochaos.errors import InfraError, UsageError
+from mochaos.interpose.proxy import Interposer
 from mochaos.observe.periods import stopped
 from mochaos.operator.target import PoolSpec, Sessions, Waits
 from mochaos.runstate import register_pid, unregister_pid
+from mochaos.tooling.followed_files import follow_file, log_size, read_lines, tail
 
 READY_TIMEOUT = 30.0
 
@@ -44,6 +46,7 @@ class OperatorProcess:
         waits: Waits,
         pool_spec: PoolSpec | None = None,
         pass_fds: tuple[int, ...] = (),
+        interposer: Interposer | None = None,
     ) -> None:
         self.target = target
         self.version = version
@@ -58,6 +61,9 @@ class OperatorProcess:
         self.waits = waits
         self.pool_spec = pool_spec
         self._pass_fds = pass_fds
+        self.interposer = interposer
+        """The interposer between this operator and the apiserver (None: direct); it lives
+        as long as the operator, restarts included."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._resume: threading.Timer | None = None
         self._log_offset = 0
@@ -122,7 +128,13 @@ class OperatorProcess:
         return tail(self.log_lines(), lines)
 
     def stop(self, grace: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds; idempotent."""
+        """SIGTERM, then SIGKILL after ``grace`` seconds, then its interposer; idempotent."""
+        self._halt(grace)
+        if self.interposer is not None:
+            self.interposer.stop()
+
+    def _halt(self, grace: float = 5.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds (the interposer stays)."""
         if self._resume:
             self._resume.cancel()
         proc = self._proc
@@ -146,8 +158,8 @@ class OperatorProcess:
             unregister_pid(proc.pid)
 
     def restart(self) -> None:
-        """Stop (gracefully) and start again; the log keeps growing."""
-        self.stop()
+        """Stop (gracefully) and start again; the log keeps growing, the interposer stays."""
+        self._halt()
         self.start()
 
     def pause(self, seconds: float) -> None:
@@ -169,45 +181,3 @@ class OperatorProcess:
     def follow_log(self, stop: threading.Event) -> Iterator[str]:
         """Yield log lines from the start of the file until ``stop`` is set."""
         return follow_file(self.log_path, stop)
-
-
-def log_size(path: Path) -> int:
-    """The size of a log file in bytes (0 when there is none yet)."""
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def read_lines(path: Path, offset: int = 0) -> list[str]:
-    """The lines of a log file from byte ``offset`` on (empty when there is no log yet)."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            return fh.read().decode(errors="replace").splitlines()
-    except OSError:
-        return []
-
-
-def tail(lines: list[str], n: int) -> str:
-    """The last ``n`` non-empty lines, joined for a one-line message."""
-    return " | ".join([ln for ln in lines if ln.strip()][-n:])
-
-
-def follow_file(path: Path, stop: threading.Event) -> Iterator[str]:
-    """Yield a growing file's complete lines from its start until ``stop`` is set."""
-    while not path.exists():
-        if stop.wait(0.05):
-            return
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        buf = ""
-        while True:
-            chunk = fh.readline()
-            if chunk:
-                buf += chunk
-                if buf.endswith("\n"):
-                    yield buf.rstrip("\n")
-                    buf = ""
-                continue
-            if stop.wait(0.05):
-                return

@@ -42,4 +42,5 @@ def from_spec(value: str, options: dict[str, Any]) -> ManagerTarget:
         ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
         warm=int(options.get("warm_namespaces", 0)),
         run_id=str(options.get("run_id", "")),
+        interposer=str(options.get("interposer") or "on"),
     )  # fmt: skip

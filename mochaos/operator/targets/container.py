@@ -51,11 +51,12 @@ class ContainerTarget(ManagerTarget):
         ready_timeout: float = READY_TIMEOUT,
         warm: int = 0,
         run_id: str = "",
+        interposer: str = "on",
     ) -> None:
         super().__init__(
             spec=f"image:{ref}", version=image_version(ref), crd_root=crd_root,
             crd_source=f"operator CRDs from {crd_root}", ready_timeout=ready_timeout,
-            warm=warm, run_id=run_id,
+            warm=warm, run_id=run_id, interposer=interposer,
         )  # fmt: skip
         self.ref = ref
         self.docker = docker
@@ -132,4 +133,5 @@ def from_spec(value: str, options: dict[str, Any]) -> ContainerTarget:
         ready_timeout=float(options.get("operator_ready_timeout") or READY_TIMEOUT),
         warm=int(options.get("warm_namespaces", 0)),
         run_id=str(options.get("run_id", "")),
+        interposer=str(options.get("interposer") or "on"),
     )  # fmt: skip

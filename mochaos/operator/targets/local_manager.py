@@ -30,6 +30,7 @@ from mochaos.matrixone.local import LocalMatrixOne
 from mochaos.operator.runtime.manager_launch import ManagerLaunch, ready_in_log
 from mochaos.operator.runtime.operator_container import OperatorContainer
 from mochaos.operator.runtime.process import OperatorProcess
+from mochaos.operator.runtime.via_interposer import interposer_for
 from mochaos.operator.runtime.warm import WarmNamespaces
 from mochaos.operator.target import PoolSpec, RunningOperator, Waits
 from mochaos.operator.webhooks import admission as webhooks
@@ -100,8 +101,11 @@ class ManagerTarget:
         ready_timeout: float = READY_TIMEOUT,
         warm: int = 0,
         run_id: str = "",
+        interposer: str = "on",
     ) -> None:
         self.spec = spec
+        self.interposer = interposer
+        """``--mochaos-interposer``: on, each manager talks to the apiserver through one."""
         self.version = version
         self._crd_root = crd_root
         self._crd_source = crd_source
@@ -240,12 +244,18 @@ class ManagerTarget:
         up (giving up once ``cancel`` is set); the log and the manager's files go to
         ``log_dir``."""
         env = LocalMatrixOne(cluster, namespace)
+        via = interposer_for(cluster, log_dir, mode=self.interposer)
         launch = ManagerLaunch(
             binary=self._manager_path, namespace=namespace, workdir=log_dir / "manager",
-            hosts_file=env.hosts_file,
+            hosts_file=env.hosts_file, kubeconfig=via.kubeconfig if via else None,
         )  # fmt: skip
         running = self._operator(cluster, launch, log_dir / "operator.log", env)
-        running.start()
+        running.interposer = via
+        try:
+            running.start()
+        except BaseException:
+            running.stop()
+            raise
         if started is not None:
             started(running)
         try:

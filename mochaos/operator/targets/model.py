@@ -17,6 +17,7 @@ from mochaos.errors import UsageError
 from mochaos.kube import Cluster, api_client
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.runtime.process import OperatorProcess
+from mochaos.operator.runtime.via_interposer import interposer_for
 from mochaos.operator.target import Waits
 
 NAMESPACE_DELETION_SLACK = 20.0
@@ -76,7 +77,7 @@ class ModelTarget:
     environment = Environment()
     """The model makes its pods itself: no workload controller, no MatrixOne double."""
 
-    def __init__(self, *, profile: str, time_scale: float = 1.0) -> None:
+    def __init__(self, *, profile: str, time_scale: float = 1.0, interposer: str = "on") -> None:
         if profile not in PROFILES and profile not in ALIASES:
             raise UsageError(
                 f"unknown model profile {profile!r}",
@@ -84,6 +85,8 @@ class ModelTarget:
             )
         self.profile = profile
         self.time_scale = time_scale
+        self.interposer = interposer
+        """``--mochaos-interposer``: on, the model talks to the apiserver through one."""
         self.spec = f"model:{profile}"
         self.version = f"model-{profile}"
 
@@ -95,17 +98,18 @@ class ModelTarget:
         """Start the model for one namespace and wait until its informers synced."""
         ready_file = log_dir / "operator.ready"
         user_agent = f"matrixone-operator-model/{self.profile}"
+        via = interposer_for(cluster, log_dir, mode=self.interposer)
         command = [
             sys.executable, "-m", "mochaos.model",
             "--profile", self.profile,
-            "--kubeconfig", str(cluster.kubeconfig),
+            "--kubeconfig", str(via.kubeconfig if via else cluster.kubeconfig),
             "--namespace", namespace,
             "--log-file", str(log_dir / "operator.log"),
             "--ready-file", str(ready_file),
             "--time-scale", repr(self.time_scale),
             "--user-agent", user_agent,
         ]  # fmt: skip
-        if cluster.context:
+        if cluster.context and via is None:
             command += ["--context", cluster.context]
         proc = OperatorProcess(
             target=self.spec,
@@ -116,8 +120,13 @@ class ModelTarget:
             ready_file=ready_file,
             sessions=ScoreAnnotationSessions(cluster, namespace),
             waits=model_waits(self.time_scale),
+            interposer=via,
         )
-        proc.start()
+        try:
+            proc.start()
+        except BaseException:
+            proc.stop()
+            raise
         return proc
 
     def close(self) -> None:
@@ -126,4 +135,5 @@ class ModelTarget:
 
 def from_spec(value: str, options: dict[str, Any]) -> ModelTarget:
     """``model:<profile>``."""
-    return ModelTarget(profile=value, time_scale=float(options.get("time_scale") or 1.0))
+    return ModelTarget(profile=value, time_scale=float(options.get("time_scale") or 1.0),
+                       interposer=str(options.get("interposer") or "on"))  # fmt: skip

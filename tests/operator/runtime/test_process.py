@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mochaos.operator.runtime.process import OperatorProcess, read_lines, tail
+from mochaos.operator.runtime.process import OperatorProcess
 from mochaos.operator.target import Waits
+from mochaos.tooling.followed_files import read_lines, tail
 
 
 @pytest.fixture(autouse=True)

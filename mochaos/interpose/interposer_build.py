@@ -17,7 +17,7 @@ from mochaos.binaries.component import Component
 from mochaos.binaries.go import Runner, fresh_dir, go_build, stderr_progress
 from mochaos.binaries.obtain import obtain
 from mochaos.paths import go_module
-from mochaos.tooling.progress import Progress
+from mochaos.tooling.progress_callback import Progress
 
 NAME = "interposer"
 BINARY = "interposer"
