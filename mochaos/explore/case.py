@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from mochaos.explore.matrix import inject
+from mochaos.explore.matrix import arm, inject
 from mochaos.explore.plan import Case, Exploration
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION, PointWatch
 from mochaos.report.result import ScenarioResult
@@ -34,6 +34,9 @@ def run_case(sc: Scenario, exploration: Exploration, case: Case) -> ScenarioResu
     watches = []
     for step in sorted(case.steps, key=lambda s: exploration.point(s.point).first_seen):
         point = exploration.point(step.point)
+        if point.is_write:  # the write is the point: armed now, it takes the first such write
+            arm(sc, step.fault, point, roles)
+            continue
         watch = PointWatch(point, roles)
         watch.observe(sc.recorder.snapshot())
         sc.recorder.add_listener(lambda _entry, state, w=watch: w.observe(state))

@@ -21,7 +21,7 @@ from typing import Any
 from mochaos import exits
 from mochaos.errors import InfraError, UsageError
 from mochaos.explore import report
-from mochaos.explore.matrix import applicable, parse_fault_kinds
+from mochaos.explore.matrix import parse_fault_kinds, pruned
 from mochaos.explore.plan import LEARN, Case, Exploration, Run, Step, case_of_test, load
 from mochaos.explore.points import extract
 from mochaos.explore.signatures import group, signature_of, size_key
@@ -154,6 +154,7 @@ class Explorer:
             "outcome": run.outcome, "signature": run.signature, "timeline": run.timeline,
             "seconds": round(learned, 1), "extract_seconds": round(extracted, 3),
             "history_entries": len(history),
+            "interposed": any(True for _ in history.api_calls()),
         }  # fmt: skip
         print(report.points_table(exploration.points), flush=True)
         print(
@@ -164,13 +165,18 @@ class Explorer:
 
     def matrix(self, exploration: Exploration) -> list[Case]:
         """Every (point × fault) case of the default matrix, in matrix order (added when new)."""
+        interposed = bool(exploration.learn.get("interposed", False))
+        cells, skipped = pruned(exploration.points, self.s.faults, interposed=interposed)
         cases = []
-        for point in exploration.points:
-            for fault in applicable(point, self.s.faults):
-                case = exploration.cases.setdefault(
-                    Case(steps=(Step(point.id, fault),)).id, Case(steps=(Step(point.id, fault),))
-                )
-                cases.append(case)
+        for point, fault in cells:
+            case = Case(steps=(Step(point.id, fault),))
+            cases.append(exploration.cases.setdefault(case.id, case))
+        if not interposed:
+            print("explore: no interposer in the learn run: its faults are not in the matrix",
+                  flush=True)  # fmt: skip
+        elif any(skipped.values()):
+            print(f"explore: matrix {len(cells)} cases; pruned "
+                  + ", ".join(f"{n} {why}" for why, n in skipped.items()), flush=True)  # fmt: skip
         return cases
 
     def pairs(self, exploration: Exploration) -> list[Case]:

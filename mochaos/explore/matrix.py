@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from mochaos.errors import Inconclusive, UsageError
 from mochaos.explore.abstraction import ABSENT, EXISTS
 from mochaos.explore.points import Point, PointWatch
-from mochaos.faults import FAULTS, FaultKind, remove_label
+from mochaos.faults import (
+    FAULTS,
+    OBJECT,
+    FaultKind,
+    crash_after_write,
+    fail_write,
+    remove_label,
+    restart_stale,
+)
 from mochaos.observe.history import ActionRecord
 from mochaos.scenario._engine import Scenario
 from mochaos.scenario._gate import Fired
@@ -30,7 +38,17 @@ KILL_DOWNTIME = 5.0
 pod restarted by its kubelet (operator seconds)."""
 RELATED = ("CNClaimSet", "CNClaim", "Pod")
 """The kinds of related objects a point's faults also target, in the matrix's order."""
-EXPLORED: dict[str, FaultKind] = {n: k for n, k in FAULTS.items() if k.explored}
+HOLD_SECONDS = 10.0
+"""How long ``hold-write`` holds the operator's write, and ``stale-view`` and ``unobserved``
+its view of a kind, before they let go on their own (operator seconds)."""
+EXPLORED: dict[str, FaultKind] = {
+    n: k for n, k in FAULTS.items() if k.explored and k is not restart_stale
+}
+"""The kinds an exploration may inject (``--faults``); restart-stale needs an earlier
+version of its own choosing, no point gives one."""
+VIEW = tuple(n for n, k in EXPLORED.items() if k.target_kind == OBJECT and k is not
+             crash_after_write)  # fmt: skip
+"""The interposer's faults on the operator's view or writes at a state point."""
 """The kinds an exploration may inject (``--faults``)."""
 
 
@@ -66,12 +84,17 @@ def parse_fault_kinds(text: str | None) -> tuple[str, ...]:
     return kinds
 
 
-def applicable(point: Point, kinds: tuple[str, ...]) -> list[RoleFault]:
+def applicable(point: Point, kinds: tuple[str, ...], *, interposed: bool = True) -> list[RoleFault]:
     """The faults that apply to a point's role (the default matrix), of the given kinds:
     every kind of the point's own object's kind on it (the label's removal only when the
     pod carried one), every kind but the label's removal on the objects it is related to,
-    and the operator's."""
+    the operator's, and the interposer's on the point's object (a crash right after the
+    write of a write point; a hold, a failure, a frozen or coalesced view at a state the
+    operator read, see :func:`pruned`) when the learn run had an interposer (``interposed``)."""
     own = point.role if point.named else POINT_TARGET
+    if point.is_write:
+        crash = interposed and crash_after_write.name in kinds
+        return [RoleFault(crash_after_write.name, own)] if crash else []
     gone = point.attr == EXISTS and point.after == ABSENT
     targets: list[tuple[str, str]] = [] if gone else [(point.kind, own)]
     targets += [(kind, name) for kind in RELATED for name in point.related.get(kind, [])]
@@ -83,7 +106,32 @@ def applicable(point: Point, kinds: tuple[str, ...]) -> list[RoleFault]:
         and (k is not remove_label or (i == 0 and not gone and _labelled(point)))
     ]
     faults += [RoleFault(name) for name, k in EXPLORED.items() if k.target_kind is None]
+    if interposed and not gone and point.read is not False:
+        faults += [RoleFault(name, own) for name in VIEW]
     return [f for f in dict.fromkeys(faults) if f.kind in kinds]
+
+
+def pruned(
+    points: list[Point], kinds: tuple[str, ...], *, interposed: bool = True
+) -> tuple[list[tuple[Point, RoleFault]], dict[str, int]]:
+    """The (point, fault) cells of the default matrix, and how many the learn run showed to
+    be pointless, as Sieve prunes: a fault on the operator's view or writes at a state it
+    never read before writing (``never read``), or at a later point before the same next
+    write as an earlier point, where it takes the same write or view (``covered``)."""
+    cells, counts = [], {"never read": 0, "covered": 0}
+    seen: set[tuple[str, str, str]] = set()
+    for point in points:
+        for fault in applicable(point, kinds, interposed=interposed):
+            if fault.kind in VIEW and point.next_write:
+                key = (fault.kind, point.kind, point.next_write)
+                if key in seen:
+                    counts["covered"] += 1
+                    continue
+                seen.add(key)
+            cells.append((point, fault))
+        if interposed and point.read is False and not point.is_write:
+            counts["never read"] += sum(1 for k in VIEW if k in kinds)
+    return cells, counts
 
 
 def _labelled(point: Point) -> bool:
@@ -116,4 +164,20 @@ def inject(
         params = {"pause": {"seconds": o.scaled(PAUSE_SECONDS)},
                   "kill": {"downtime": o.scaled(KILL_DOWNTIME)}}.get(kind.name, {})  # fmt: skip
         return sc.inject(kind(**params), trigger=fired)
+    if kind.target_kind == OBJECT:
+        point = watch.point
+        name = _target_name(fault, watch, roles)
+        lets_go = kind not in (fail_write, crash_after_write)  # a hold, a frozen view
+        timeout = o.scaled(HOLD_SECONDS) if lets_go else None
+        return sc.inject(kind(name, kind=point.kind, timeout=timeout), trigger=fired)
     return sc.inject(kind(_target_name(fault, watch, roles)), trigger=fired)
+
+
+def arm(sc: Scenario, fault: RoleFault, point: Point, roles: dict[str, str]) -> ActionRecord:
+    """Arm a crash right after the write of a write point, before the workload drives (no
+    trigger: the write is the point)."""
+    names = [n for n, r in roles.items() if r == fault.target]
+    if len(names) != 1:
+        raise Inconclusive(f"{fault.label}: role {fault.target!r} names {len(names)} objects")
+    return sc.inject(crash_after_write(names[0], kind=point.kind, verbs=(point.before,),
+                                       subresource=point.after))  # fmt: skip

@@ -5,6 +5,14 @@ the environment answering it) caused — not one of our own writes — is compar
 object's previous state attribute by attribute (:mod:`mochaos.explore.abstraction`); each
 distinct (role, attribute, from, to) is one point, numbered in the order first seen. A
 point becomes a :class:`PointWatch`: the ``Predicate`` a trigger waits on.
+
+When an interposer stood in front of the operator, the learn run also says what the
+operator did with each point: whether it was given the state and wrote anything after it
+before the object changed again (``read``: a fault on its view there can change what it
+does), and which of its writes came first after it (``next_write``: two points before the
+same write are the same place for a fault on that write). Each distinct write of the
+operator (kind, role, verb, subresource) is a point of its own (``w01``, …): where a crash
+right after a write can be injected.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from mochaos.explore.abstraction import (
     value,
 )
 from mochaos.explore.abstraction import attributes as abstract
-from mochaos.observe.history import ActionRecord, Change, History, Marker, State
+from mochaos.observe.history import ActionRecord, ApiCall, Change, History, Marker, State
 
 DRIVE_MARKER = "drive"
 """Recorded right before the workload's drive: points are transitions after it."""
@@ -30,6 +38,11 @@ END_MARKERS = ("settled", "settle-timeout", "epilogue")
 """The first of these after the drive ends the part points are taken from."""
 ROLES_ACTION = "workload_roles"
 """The action record that names each object's role (params: name -> role)."""
+WRITE = "write"
+"""The attribute of a write point: ``before`` its verb, ``after`` its subresource."""
+WRITES = ("create", "update", "patch", "delete")
+RESOURCE_KINDS = {"cnclaimsets": "CNClaimSet", "cnclaims": "CNClaim", "pods": "Pod"}
+"""The kinds of the operator's writes that can be write points, by resource."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,11 @@ class Point:
     """Kind -> the named roles of the objects it referred to, or that referred to it, then."""
     attrs: dict[str, str] = field(default_factory=dict)
     """The object's abstract attributes right after it (empty when it is gone)."""
+    read: bool | None = None
+    """The operator was given this state and wrote something after it, before its object
+    changed again (None: unknown, no interposer in the learn run)."""
+    next_write: str = ""
+    """The operator's first write after it (``update cnclaims/status of migrating claim``)."""
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -57,8 +75,15 @@ class Point:
         return (self.kind, self.role, self.attr, self.before, self.after)
 
     @property
+    def is_write(self) -> bool:
+        """A write of the operator (``w01``), not a state transition."""
+        return self.attr == WRITE
+
+    @property
     def transition(self) -> str:
-        """``phase Bound → Draining``, ``created``, ``gone``."""
+        """``phase Bound → Draining``, ``created``, ``gone``, ``the operator's update/status``."""
+        if self.attr == WRITE:
+            return f"the operator's {self.before}" + (f"/{self.after}" if self.after else "")
         if self.attr == EXISTS:
             return "created" if self.after == PRESENT else "gone"
         return f"{self.attr} {self.before} → {self.after}"
@@ -148,13 +173,71 @@ def extract(history: History) -> list[Point]:
                     first_seen=round(entry.t - start_t, 3), named=entry.name in roles,
                     related=_related(entry.kind, entry.name, state, roles),
                     attrs={k: v for k, v in after.items() if k != EXISTS},
+                    **_reading(history, entry, end_seq, roles, state),
                 )  # fmt: skip
     ordered = sorted(seen.values(), key=lambda p: p.first_seen)
-    return [_numbered(p, i) for i, p in enumerate(ordered, 1)]
+    points = [_numbered(p, "p", i) for i, p in enumerate(ordered, 1)]
+    return points + _write_points(history, start_seq, start_t, end_seq, roles)
 
 
-def _numbered(point: Point, index: int) -> Point:
-    data = point.to_dict() | {"id": f"p{index:02d}"}
+def _operator_writes(history: History) -> list[ApiCall]:
+    """The writes of the operator that landed (2xx), as the interposer saw them."""
+    return [
+        c for c in history.api_calls()
+        if c.verb in WRITES and 200 <= c.status < 300 and c.resource in RESOURCE_KINDS
+    ]  # fmt: skip
+
+
+def _write_label(call: ApiCall, state: State, roles: dict[str, str]) -> str:
+    kind = RESOURCE_KINDS[call.resource]
+    role = role_of(kind, call.name, state.get(kind, call.name), roles)
+    return (
+        f"{call.verb} {call.resource}{'/' + call.subresource if call.subresource else ''} of {role}"
+    )
+
+
+def _reading(
+    history: History, change: Change, end_seq: int, roles: dict[str, str], state: State
+) -> dict[str, Any]:
+    """``read`` and ``next_write`` of the point a change is (see the module docstring)."""
+    writes = [w for w in _operator_writes(history) if change.seq < w.seq < end_seq]
+    deliveries = list(history.deliveries())
+    if not deliveries and not writes:
+        return {}
+    nxt = writes[0] if writes else None
+    given = next((d for d in deliveries if d.name == change.name and d.rv == change.rv
+                  and d.action in ("delivered", "released")), None)  # fmt: skip
+    later = next((c.seq for c in history.changes(change.kind)
+                  if c.name == change.name and c.seq > change.seq), end_seq)  # fmt: skip
+    read = given is not None and any(given.seq < w.seq < later for w in writes)
+    return {"read": read, "next_write": _write_label(nxt, state, roles) if nxt else ""}
+
+
+def _write_points(
+    history: History, start_seq: int, start_t: float, end_seq: int, roles: dict[str, str]
+) -> list[Point]:
+    """Each distinct write of the operator in the window, as a point (``w01``, …)."""
+    state, seen = State(), {}
+    writes = {w.seq: w for w in _operator_writes(history) if start_seq < w.seq < end_seq}
+    for entry in history:
+        if isinstance(entry, Change):
+            state.apply(entry)
+        call = writes.get(entry.seq)
+        if call is None:
+            continue
+        kind = RESOURCE_KINDS[call.resource]
+        role = role_of(kind, call.name, state.get(kind, call.name), roles)
+        key = (kind, role, call.verb, call.subresource)
+        seen.setdefault(key, Point(
+            id="", kind=kind, role=role, attr=WRITE, before=call.verb, after=call.subresource,
+            first_seen=round(call.t - start_t, 3), named=call.name in roles,
+        ))  # fmt: skip
+    ordered = sorted(seen.values(), key=lambda p: p.first_seen)
+    return [_numbered(p, "w", i) for i, p in enumerate(ordered, 1)]
+
+
+def _numbered(point: Point, prefix: str, index: int) -> Point:
+    data = point.to_dict() | {"id": f"{prefix}{index:02d}"}
     return Point.from_dict(data)
 
 

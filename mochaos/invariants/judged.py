@@ -10,9 +10,12 @@ Two corrections of what the recorder saw, both about the observer, never about t
   places.
 - *Clock.* While the apiserver does not answer (the recorder's outage periods,
   mochaos.observe.availability) nobody can act, and while a dependency of the operator is
-  down or the operator's process is stopped (mochaos.observe.periods) the operator cannot,
-  so deadlines, graces and windows are measured on a clock that leaves those periods out
-  (overlapping ones merged). Violations are reported back on the wall clock.
+  down or the operator's process is stopped (mochaos.observe.periods) the operator cannot —
+  nor can it see while a scenario's interposer holds back its view (mochaos.observe.
+  interposed) — so deadlines, graces and windows are measured on a clock that leaves those
+  periods out (overlapping ones merged), and what the operator logged within them (its
+  retries while it could not act or see) is not counted. Violations are reported back on
+  the wall clock.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from mochaos.observe.history import (
     ActionRecord,
     Change,
     History,
+    LogRecord,
     PeriodKind,
 )
 
@@ -124,6 +128,10 @@ class OperatorClock:
         found = [p for k in PERIOD_KINDS.values() if k.stops_clock for p in periods(history, k)]
         return cls(_merged([(p.start, p.end) for p in found]))
 
+    def stopped(self, t: float) -> bool:
+        """Whether wall time ``t`` falls strictly inside a period the clock leaves out."""
+        return any(start < t < end for start, end in self.outages)
+
     def operator_time(self, t: float) -> float:
         """Wall time ``t`` minus the outage time before it (a moment inside an outage maps
         to the outage's start)."""
@@ -143,9 +151,11 @@ class OperatorClock:
 
 
 def judged(history: History) -> tuple[History, OperatorClock]:
-    """The history to judge (see the module docstring) and the clock it is on."""
+    """The history to judge (see the module docstring) and the clock it is on. What the
+    operator logged while its clock stood still (it could not act, or not see) is left out:
+    its retries then are no verdict's."""
     clock = OperatorClock.of(history)
-    entries = list(history)
+    entries = [e for e in history if not (isinstance(e, LogRecord) and clock.stopped(e.t))]
     slots = [i for i, e in enumerate(entries) if isinstance(e, Change) and e.kind != "Event"]
     in_rv_order = sorted((entries[i] for i in slots), key=lambda c: c.rv)  # type: ignore[union-attr]
     for slot, change in zip(slots, in_rv_order, strict=True):

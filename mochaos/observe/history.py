@@ -118,8 +118,16 @@ OPERATOR_FREEZE = PeriodKind(
 )  # fmt: skip
 """The operator's process was stopped (SIGSTOP: the framework's pause fault, or someone
 else)."""
+OPERATOR_BLIND = PeriodKind(
+    "operator-blind", stops_clock=True, excuse="",
+    start_text="the operator's view of {reason} held back by the interposer (rule {subject})",
+    end_text="the operator's view given back (rule {subject}) after {seconds}s",
+)  # fmt: skip
+"""A scenario's interposer rule held back the watch events of a kind from the operator (a
+stale or unobserved view): it could act, but not see; what it did meanwhile is no verdict's
+(its retries while blind are not counted)."""
 PERIOD_KINDS: dict[str, PeriodKind] = {
-    k.name: k for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE)
+    k.name: k for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, OPERATOR_BLIND)
 }
 """Every kind of period, by name."""
 

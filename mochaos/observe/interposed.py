@@ -4,7 +4,9 @@ events it was given, with what the interposer did to each.
 The journal (go/interposer/README.md, "Journal") is JSON lines, written as requests end; a
 reader follows it from its start. Discovery and other requests that name no resource, and
 the watch bookmarks the interposer only passed on, are left out: they are neither the
-operator's work nor anything a rule did.
+operator's work nor anything a rule did. A rule that holds back the operator's watch events
+(freeze, coalesce) is a period the operator was blind (``OPERATOR_BLIND``), from the rule's
+being added to its release or expiry.
 """
 
 from __future__ import annotations
@@ -12,18 +14,51 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mochaos.observe.history import ApiCall, Delivery
+from mochaos.observe.history import OPERATOR_BLIND, ApiCall, Delivery, PeriodEdge
 
-Made = ApiCall | Delivery
+Made = ApiCall | Delivery | PeriodEdge
+BLINDING = ("freeze", "coalesce")
+"""The rule actions that hold back the operator's view."""
+ENDS = ("released", "expired", "removed")
 
 
-def entry_of(line: str, *, seq: int, namespace: str) -> Made | None:
-    """The history entry one journal line stands for (None: not one to record), numbered
-    ``seq``; objects of other namespaces are not ``namespace``'s."""
-    try:
-        record: dict[str, Any] = json.loads(line)
-    except ValueError:
+class JournalReader:
+    """Reads one interposer's journal, a line at a time, for one namespace (it remembers
+    which of its rules blind the operator, to end their periods)."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self._blinding: set[str] = set()
+
+    def entry_of(self, line: str, *, seq: int) -> Made | None:
+        """The history entry one journal line stands for (None: not one to record)."""
+        try:
+            record: dict[str, Any] = json.loads(line)
+        except ValueError:
+            return None
+        if record.get("type") == "rule":
+            return self._period(record, seq)
+        return entry_of(record, seq=seq, namespace=self.namespace)
+
+    def _period(self, record: dict[str, Any], seq: int) -> PeriodEdge | None:
+        rule, what = str(record.get("rule") or ""), record.get("what")
+        detail = record.get("detail") or {}
+        spec = detail.get("spec") or {}
+        if what == "added" and spec.get("action") in BLINDING:
+            self._blinding.add(rule)
+            resource = (spec.get("match") or {}).get("resource") or "every kind"
+            return PeriodEdge(seq, float(record["t"]), OPERATOR_BLIND.name, "start", rule,
+                              resource, "operator")  # fmt: skip
+        if what in ENDS and rule in self._blinding:
+            self._blinding.discard(rule)
+            return PeriodEdge(seq, float(record["t"]), OPERATOR_BLIND.name, "end", rule,
+                              component="operator")  # fmt: skip
         return None
+
+
+def entry_of(record: dict[str, Any], *, seq: int, namespace: str) -> Made | None:
+    """The history entry of one request or event record of the journal (None: not one to
+    record), numbered ``seq``; objects of other namespaces are not ``namespace``'s."""
     kind = record.get("type")
     ns = str(record.get("namespace") or "")
     if ns not in ("", namespace) or not record.get("resource"):

@@ -39,7 +39,7 @@ from mochaos.observe.history import (
     PeriodKind,
     State,
 )
-from mochaos.observe.interposed import entry_of
+from mochaos.observe.interposed import JournalReader
 from mochaos.observe.oplog import parse_log_line
 from mochaos.observe.periods import Check, watch, watch_freezes
 from mochaos.observe.stream import HistoryStream
@@ -118,9 +118,10 @@ class Recorder:
         its requests and the watch events it was given (mochaos.observe.interposed)."""
 
         def tail() -> None:
+            reader = JournalReader(self.namespace)
             for line in follow_file(journal, self._stop):
                 with self._cond:
-                    made = entry_of(line, seq=len(self._entries), namespace=self.namespace)
+                    made = reader.entry_of(line, seq=len(self._entries))
                     if made is not None:
                         self._append(lambda seq, t, e=made: replace(e, seq=seq))
 

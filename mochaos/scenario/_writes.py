@@ -319,7 +319,9 @@ class Writes:
             verbs=tuple(params.get("verbs") or spec.verbs), name=fault.target or None,
             subresource=params.get("subresource"), fields=tuple(fields),
             times=None if spec.action in ("freeze", "coalesce") else params.get("times"),
-            timeout_seconds=params.get("timeout"), status=params.get("status"),
+            timeout_seconds=None if spec.action == "fail" and params.get("status") != 504
+            else params.get("timeout"),
+            status=params.get("status"),
             signal_pid=pid, listed=listed,
         )  # fmt: skip
 

@@ -139,6 +139,23 @@ def test_outages_are_read_from_the_typed_periods():
     assert all(isinstance(m, PeriodEdge) for m in history)
 
 
+def test_what_the_operator_logged_while_its_clock_stood_still_is_not_judged():
+    """A view held back by the interposer: the operator retried, blind; its retries then are
+    no verdict's, those after are (and one at an end of the period is its own)."""
+    from mochaos.invariants.judged import judged
+    from mochaos.observe.history import OPERATOR_BLIND
+
+    b = HistoryBuilder()
+    b.at(10).period(OPERATOR_BLIND, "start", "stale-view-1", "pods")
+    for t in (10, 11, 12, 13, 20):
+        b.at(t).log("finalize CNClaim", name="X")
+    b.at(20).period(OPERATOR_BLIND, "end", "stale-view-1")
+    b.at(21).log("finalize CNClaim", name="X")
+    kept, clock = judged(b.build())
+    assert [e.t for e in kept.logs()] == [10, 10, 11]  # 10 and 20 (ends) and 21, on its clock
+    assert clock.stopped(15) and not clock.stopped(10) and not clock.stopped(20)
+
+
 def test_a_marker_worded_as_a_period_is_no_period():
     """Periods are data: a marker (a scenario's own, or the prose of an earlier version)
     that reads like one changes neither the clock nor the verdict."""

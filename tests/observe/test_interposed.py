@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mochaos.observe.history import ApiCall, Delivery, History
-from mochaos.observe.interposed import entry_of
+from mochaos.observe.interposed import JournalReader
 from mochaos.observe.recorder import Recorder
 
 from polling import wait_until
@@ -22,7 +22,7 @@ REQUEST = {
 
 
 def test_a_request_is_an_api_call_with_what_the_interposer_did():
-    call = entry_of(json.dumps(REQUEST), seq=3, namespace="ns")
+    call = JournalReader("ns").entry_of(json.dumps(REQUEST), seq=3)
     assert call == ApiCall(3, 100.5, "update", "cnclaims", "ns", "x", "status", 200, 777, "held",
                            "hold-x", 3.2, 2000.0)  # fmt: skip
 
@@ -31,13 +31,13 @@ def test_an_event_is_a_delivery_and_a_passed_bookmark_is_nothing():
     event = {"type": "event", "seq": 9, "t": 101.0, "watch": 4, "resource": "pods",
              "namespace": "ns", "event": "MODIFIED", "name": "a", "rv": 780,
              "action": "coalesced", "rule": "miss"}  # fmt: skip
-    assert entry_of(json.dumps(event), seq=4, namespace="ns") == Delivery(
+    assert JournalReader("ns").entry_of(json.dumps(event), seq=4) == Delivery(
         4, 101.0, "pods", "ns", "a", "MODIFIED", 780, "coalesced", "miss"
     )
     bookmark = event | {"event": "BOOKMARK", "action": "delivered", "name": ""}
-    assert entry_of(json.dumps(bookmark), seq=5, namespace="ns") is None
+    assert JournalReader("ns").entry_of(json.dumps(bookmark), seq=5) is None
     held = bookmark | {"action": "held"}
-    assert entry_of(json.dumps(held), seq=5, namespace="ns") is not None
+    assert JournalReader("ns").entry_of(json.dumps(held), seq=5) is not None
 
 
 def test_other_namespaces_discovery_rules_and_garbage_are_nothing():
@@ -46,7 +46,7 @@ def test_other_namespaces_discovery_rules_and_garbage_are_nothing():
                  "namespace": "", "path": "/apis"}  # fmt: skip
     rule = {"type": "rule", "seq": 2, "t": 1.0, "rule": "h", "what": "added"}
     for line in (json.dumps(other), json.dumps(discovery), json.dumps(rule), "{half"):
-        assert entry_of(line, seq=1, namespace="ns") is None
+        assert JournalReader("ns").entry_of(line, seq=1) is None
 
 
 def test_the_recorder_follows_the_journal_into_the_history(tmp_path: Path):
@@ -64,3 +64,18 @@ def test_the_recorder_follows_the_journal_into_the_history(tmp_path: Path):
     assert [(c.seq, c.name, c.action) for c in history.api_calls()] == [
         (0, "x", "held"), (1, "y", "pass"),
     ]  # fmt: skip
+
+
+def test_a_rule_that_holds_back_the_view_is_a_period_the_operator_was_blind():
+    reader = JournalReader("ns")
+    added = {"type": "rule", "seq": 1, "t": 10.0, "rule": "stale-view-1", "what": "added",
+             "detail": {"spec": {"action": "freeze", "match": {"resource": "pods"}}}}  # fmt: skip
+    hold = added | {"rule": "hold-1", "detail": {"spec": {"action": "hold"}}}
+    start = reader.entry_of(json.dumps(added), seq=0)
+    assert reader.entry_of(json.dumps(hold), seq=1) is None
+    expired = {"type": "rule", "seq": 9, "t": 12.5, "rule": "stale-view-1", "what": "expired"}
+    end = reader.entry_of(json.dumps(expired), seq=2)
+    assert (start.edge, start.subject, start.reason, start.t) == ("start", "stale-view-1", "pods",
+                                                                 10.0)  # fmt: skip
+    assert (end.edge, end.subject, end.t) == ("end", "stale-view-1", 12.5)
+    assert reader.entry_of(json.dumps(expired), seq=3) is None  # ended once
