@@ -27,6 +27,15 @@ SUITES = Path(__file__).resolve().parent / "suites"
 """The suites shipped with the package."""
 
 
+def _shard(text: str) -> Any:
+    from mochaos.shard import parse_shard  # lazy: fast cli start-up
+
+    try:
+        return parse_shard(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of exiting with its own status."""
 
@@ -115,12 +124,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--reports-dir", type=Path, default=Path("reports"), help="output root")
     e.add_argument(
+        "--learn-only",
+        action="store_true",
+        help="stop after the learn run: its exploration.json is what shards resume",
+    )
+    e.add_argument("--shard", type=_shard, default=None, metavar="I/N",
+                   help="with --resume: run only shard I of N of the matrix (merge the "
+                   "shards' explorations with `merge`)")  # fmt: skip
+    e.add_argument(
         "--report", type=Path, default=None, metavar="EXPLORATION",
         help="render an exploration.json's matrix as HTML (next to it) and print its summary",
     )  # fmt: skip
     e.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    m = sub.add_parser("merge", help="merge shards' report folders into one run folder")
-    m.add_argument("reports", nargs="+", type=Path, help="the shards' report folders")
+    m = sub.add_parser("merge", help="merge shards' report folders into one run folder, or "
+                       "shards' explorations into one exploration")  # fmt: skip
+    m.add_argument("reports", nargs="+", type=Path,
+                   help="the shards' report folders (or their exploration.json files)")  # fmt: skip
     m.add_argument("--out", type=Path, default=Path("merged"),
                    help="the merged run folder: summary.json, index.html, junit.xml "
                    "(default: ./merged)")  # fmt: skip
@@ -277,7 +296,8 @@ def _explore(args: argparse.Namespace) -> int:
         operator=args.operator, workload=args.workload, faults=parse_fault_kinds(args.faults),
         budget=args.budget, repeat=args.repeat, depth=args.depth, workers=args.workers,
         resume=args.resume, out_root=args.reports_dir, cluster=args.cluster,
-        time_scale=args.time_scale, extra_args=tuple(args.pytest_args),
+        time_scale=args.time_scale, extra_args=tuple(args.pytest_args), shard=args.shard,
+        learn_only=args.learn_only,
     )  # fmt: skip
     return command.explore(settings)
 
@@ -360,6 +380,16 @@ def _merge(args: argparse.Namespace) -> int:
         terminal_line,
     )
 
+    explorations = [
+        p for p in args.reports if p.name == "exploration.json" or (p / "exploration.json").exists()
+    ]
+    if explorations:
+        from mochaos.explore import command  # lazy: fast cli start-up; pulls the explore engine
+
+        if len(explorations) != len(args.reports):
+            raise UsageError("merge explorations with explorations only",
+                             hint="give each shard's exploration.json (or its folder)")  # fmt: skip
+        return command.merge(explorations, args.out)
     summary = merge(list(args.reports), args.out)
     for data in read_results(args.out):
         result = ScenarioResult.from_dict(data)

@@ -13,7 +13,6 @@ import threading
 from mochaos.explore.matrix import arm, inject
 from mochaos.explore.plan import Case, Exploration
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION, PointWatch
-from mochaos.report.result import ScenarioResult
 from mochaos.scenario import Scenario, get_workload
 
 GATE_FACTOR = 2.0
@@ -25,8 +24,9 @@ def gate_timeout(sc: Scenario, first_seen: float) -> float:
     return sc.waits.migration_phase + GATE_FACTOR * first_seen
 
 
-def run_case(sc: Scenario, exploration: Exploration, case: Case) -> ScenarioResult:
-    """Run ``case`` in the scenario's namespace; its verdict as :meth:`Scenario.verdict`."""
+def run_case(sc: Scenario, exploration: Exploration, case: Case) -> None:
+    """Run ``case`` in the scenario's namespace: the workload, its faults at their points;
+    the scenario fixture ends it (its rules let go, settle, epilogue, verdict)."""
     workload = get_workload(exploration.workload)
     topology = workload.setup(sc)
     roles = workload.roles(topology)
@@ -57,6 +57,3 @@ def run_case(sc: Scenario, exploration: Exploration, case: Case) -> ScenarioResu
     thread.join()
     if errors:
         raise errors[0]
-    sc.settle()
-    sc.epilogue()
-    return sc.verdict()

@@ -22,7 +22,16 @@ from mochaos import exits
 from mochaos.errors import InfraError, UsageError
 from mochaos.explore import report
 from mochaos.explore.matrix import parse_fault_kinds, pruned
-from mochaos.explore.plan import LEARN, Case, Exploration, Run, Step, case_of_test, load
+from mochaos.explore.plan import (
+    LEARN,
+    Case,
+    Exploration,
+    Run,
+    Step,
+    case_of_test,
+    load,
+    merge_explorations,
+)
 from mochaos.explore.points import extract
 from mochaos.explore.signatures import group, signature_of, size_key
 from mochaos.observe.history import History
@@ -30,6 +39,7 @@ from mochaos.operator import parse_target
 from mochaos.report.rundir import new_run_id
 from mochaos.report.summary import SUMMARY_FILE
 from mochaos.scenario import get_workload
+from mochaos.shard import Shard, select
 
 TESTS = Path(__file__).resolve().parent / "test_explore.py"
 EXPLORATION_FILE = "exploration.json"
@@ -54,6 +64,20 @@ class Settings:
     cluster: str = "local"
     time_scale: float = 1.0
     extra_args: Sequence[str] = field(default_factory=tuple)
+    shard: Shard | None = None
+    """Run only this shard's cases of the matrix (the learn run's points come from
+    ``resume``: every shard of one exploration must share them)."""
+    learn_only: bool = False
+    """Stop after the learn run: its exploration.json is what the shards resume."""
+
+
+def in_shard(case_ids: list[str], shard: Shard | None) -> set[str]:
+    """The cases of ``case_ids`` that fall to ``shard`` (dealt as the suites' tests are:
+    by a hash of the test id each case runs as, mochaos.shard)."""
+    if shard is None:
+        return set(case_ids)
+    tests = {f"{TESTS.name}::test_explore[{c}]": c for c in case_ids}
+    return {tests[t] for t in select(list(tests), shard)}
 
 
 def _default_runner(args: list[str]) -> int:
@@ -262,6 +286,16 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
             "--repeat and -n must be at least 1 and --depth 1 or 2",
             hint="e.g. --repeat 3 --depth 1 -n 2",
         )
+    if s.shard is not None and s.resume is None:
+        raise UsageError(
+            "--shard needs --resume: the shards of one exploration share one learn run",
+            hint="run explore --learn-only once, then each shard with --resume <its json>",
+        )
+    if s.shard is not None and s.depth != 1:
+        raise UsageError(
+            "--shard explores the single faults (--depth 1)",
+            hint="pairs need every single's verdict: run --depth 2 unsharded",
+        )
     target = {"operator": s.operator, "version": _identify(s)}
     explorer = Explorer(s, run_pytest)
     started = time.monotonic()
@@ -286,9 +320,18 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
         )  # fmt: skip
         explorer.learn(exploration)
     path = exploration.save(explorer.folder / EXPLORATION_FILE)
+    if s.learn_only:
+        print(f"explore: learn run only: {path} (resume it, one shard each: --shard i/n)",
+              flush=True)  # fmt: skip
+        return exits.OK
 
     budget = s.budget
-    singles = [c for c in explorer.matrix(exploration) if not c.is_decided]
+    matrix = explorer.matrix(exploration)
+    mine = in_shard([c.id for c in matrix], s.shard)
+    singles = [c for c in matrix if not c.is_decided and c.id in mine]
+    if s.shard is not None:
+        print(f"explore: shard {s.shard}: {len(mine)} of the matrix's {len(matrix)} cases",
+              flush=True)  # fmt: skip
     chosen = singles if budget is None else singles[:budget]
     explorer.run_batch(exploration, {c.id: 1 for c in chosen}, "matrix")
     exploration.save(path)
@@ -314,6 +357,30 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
     html = report.write_html(exploration, explorer.folder / REPORT_FILE)
     print(report.summary(exploration, signatures), flush=True)
     print(f"explore: {path}; matrix {html}; {explorer.cases_run} runs in {wall:.0f}s", flush=True)
+    return _status(exploration, signatures)
+
+
+def merge(paths: list[Path], out_root: Path) -> int:
+    """Merge the explorations of several shards (each an exploration.json, or a folder
+    holding one) into one: exploration.json, its matrix page and its signatures under
+    ``out_root``; the exit status of the merged exploration. Shards of different targets,
+    workloads or learn runs are refused (usage error)."""
+    found = [p if p.is_file() else p / EXPLORATION_FILE for p in paths]
+    shards = [load(p) for p in found]
+    merged = merge_explorations(shards, [str(p) for p in found])
+    folder = out_root / f"explore-merged-{new_run_id()}"
+    path = merged.save(folder / EXPLORATION_FILE)
+    signatures = group(merged)
+    merged.signatures = [sig.to_dict() for sig in signatures]
+    merged.save(path)
+    html = report.write_html(merged, folder / REPORT_FILE)
+    print(report.summary(merged, signatures), flush=True)
+    print(f"explore: merged {len(shards)} shard(s): {path}; matrix {html}", flush=True)
+    return _status(merged, signatures)
+
+
+def _status(exploration: Exploration, signatures: list[Any]) -> int:
+    """An exploration's exit status (see :func:`explore`)."""
     if signatures:
         return exits.OPERATOR_FAILED
     if any(c.status == "error" for c in exploration.cases.values()):
@@ -322,4 +389,4 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
     return exits.INCONCLUSIVE if undecided else exits.OK
 
 
-__all__ = ["Explorer", "Settings", "explore", "parse_fault_kinds"]
+__all__ = ["Explorer", "Settings", "explore", "merge", "parse_fault_kinds"]

@@ -204,6 +204,30 @@ class Exploration:
         return path
 
 
+def merge_explorations(shards: list[Exploration], names: list[str]) -> Exploration:
+    """One exploration of the shards' runs (every case's runs, from whichever shard ran it).
+    The shards must have explored the same workload on the same target from the same learn
+    run (same points): UsageError naming the odd one out otherwise."""
+    first = shards[0]
+    for shard, name in zip(shards[1:], names[1:], strict=True):
+        if not first.same_target(shard) or first.points != shard.points:
+            raise UsageError(
+                f"{name} is not a shard of the exploration {names[0]} is one of (target, "
+                "workload, time scale or learn run differ)",
+                hint="merge the shards that resumed one learn run (explore --learn-only)",
+            )
+    merged = Exploration.from_dict(first.to_dict())
+    merged.cases, merged.history, merged.signatures = {}, [], []
+    for shard in shards:
+        for case in shard.cases.values():
+            if case.id not in merged.cases:
+                merged.cases[case.id] = Case(steps=case.steps)
+            if case.id != LEARN or not merged.cases[case.id].runs:
+                merged.cases[case.id].runs.extend(case.runs)
+        merged.history += shard.history
+    return merged
+
+
 COPY_SEPARATOR = "~"
 """Test ids of the extra runs of one case in a batch: ``<case id>~2``, ``~3``, …"""
 

@@ -9,6 +9,7 @@ does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import shutil
 from pathlib import Path
@@ -45,8 +46,10 @@ def component() -> Component:
     return Component(NAME, rev.rsplit("-", 1)[1], (BINARY,), rev)
 
 
+@functools.cache
 def binary(*, progress: Progress = stderr_progress) -> Path:
-    """The interposer's binary, built on first use (seconds when warm)."""
+    """The interposer's binary, built on first use (seconds when warm); looked up once per
+    process (every operator start asks)."""
     c = component()
     obtain([c], recipes={c.name: _build}, progress=progress)
     return c.path(BINARY)

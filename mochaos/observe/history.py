@@ -126,8 +126,16 @@ OPERATOR_BLIND = PeriodKind(
 """A scenario's interposer rule held back the watch events of a kind from the operator (a
 stale or unobserved view): it could act, but not see; what it did meanwhile is no verdict's
 (its retries while blind are not counted)."""
+OPERATOR_HELD = PeriodKind(
+    "operator-held", stops_clock=True, excuse="",
+    start_text="a write of the operator held by the interposer (rule {subject}): {reason}",
+    end_text="the operator's held write let go (rule {subject}) after {seconds}s",
+)  # fmt: skip
+"""A scenario's interposer rule held a write of the operator: the controller that sent it
+waits on it and cannot act meanwhile; its deadlines do not run."""
 PERIOD_KINDS: dict[str, PeriodKind] = {
-    k.name: k for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, OPERATOR_BLIND)
+    k.name: k
+    for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, OPERATOR_BLIND, OPERATOR_HELD)
 }
 """Every kind of period, by name."""
 

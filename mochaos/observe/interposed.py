@@ -6,7 +6,8 @@ reader follows it from its start. Discovery and other requests that name no reso
 the watch bookmarks the interposer only passed on, are left out: they are neither the
 operator's work nor anything a rule did. A rule that holds back the operator's watch events
 (freeze, coalesce) is a period the operator was blind (``OPERATOR_BLIND``), from the rule's
-being added to its release or expiry.
+being added to its release or expiry; a hold rule, one it was held (``OPERATOR_HELD``), from
+the write it first took to its release or expiry.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mochaos.observe.history import OPERATOR_BLIND, ApiCall, Delivery, PeriodEdge
+from mochaos.observe.history import (
+    OPERATOR_BLIND,
+    OPERATOR_HELD,
+    ApiCall,
+    Delivery,
+    PeriodEdge,
+)
 
 Made = ApiCall | Delivery | PeriodEdge
 BLINDING = ("freeze", "coalesce")
@@ -28,7 +35,8 @@ class JournalReader:
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
-        self._blinding: set[str] = set()
+        self._open: dict[str, str] = {}
+        """Rule id -> the kind of the period it opened, until it ends."""
 
     def entry_of(self, line: str, *, seq: int) -> Made | None:
         """The history entry one journal line stands for (None: not one to record)."""
@@ -44,15 +52,17 @@ class JournalReader:
         rule, what = str(record.get("rule") or ""), record.get("what")
         detail = record.get("detail") or {}
         spec = detail.get("spec") or {}
+        t = float(record["t"])
         if what == "added" and spec.get("action") in BLINDING:
-            self._blinding.add(rule)
+            self._open[rule] = OPERATOR_BLIND.name
             resource = (spec.get("match") or {}).get("resource") or "every kind"
-            return PeriodEdge(seq, float(record["t"]), OPERATOR_BLIND.name, "start", rule,
-                              resource, "operator")  # fmt: skip
-        if what in ENDS and rule in self._blinding:
-            self._blinding.discard(rule)
-            return PeriodEdge(seq, float(record["t"]), OPERATOR_BLIND.name, "end", rule,
-                              component="operator")  # fmt: skip
+            return PeriodEdge(seq, t, OPERATOR_BLIND.name, "start", rule, resource, "operator")
+        if what == "matched" and detail.get("action") == "hold" and rule not in self._open:
+            self._open[rule] = OPERATOR_HELD.name
+            held = f"{detail.get('verb')} {detail.get('resource')}/{detail.get('name')}"
+            return PeriodEdge(seq, t, OPERATOR_HELD.name, "start", rule, held, "operator")
+        if what in ENDS and rule in self._open:
+            return PeriodEdge(seq, t, self._open.pop(rule), "end", rule, component="operator")
         return None
 
 

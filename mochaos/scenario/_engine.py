@@ -12,6 +12,7 @@ step is still judged, and one that judged nothing can never pass.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from typing import Any, NoReturn
@@ -209,6 +210,7 @@ class Scenario(Triggers):
             return self.result
         if raised is None:
             try:
+                self._let_go()
                 if not self._epilogue_done:
                     if self._settled_at is None or self._moved_since_settle():
                         self.settle()
@@ -220,6 +222,13 @@ class Scenario(Triggers):
                 raised = err
         self.result = self._without_verdict(raised)
         return self.result
+
+    def _let_go(self) -> None:
+        """Release every rule of the operator's interposer: the faults end with the test's
+        body, and nothing mo-chaos holds may be judged against the operator."""
+        interposer = self.operator.interposer
+        if interposer is not None and interposer.pid is not None and interposer.release_all():
+            self.recorder.mark("interposer rules released")
 
     def _moved_since_settle(self) -> bool:
         """Whether the test wrote something after it last settled."""
@@ -266,6 +275,5 @@ class Scenario(Triggers):
         self.agent.stop()
         self.checker.close()
         self._kubes = []
-        interposer = self.operator.interposer
-        if interposer is not None and interposer.pid is not None:
-            interposer.release_all()
+        with contextlib.suppress(MochaosError):  # an interposer gone has nothing to release
+            self._let_go()

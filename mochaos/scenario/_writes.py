@@ -307,8 +307,7 @@ class Writes:
                   for k, v in (params.get("labels") or {}).items()]  # fmt: skip
         fields += [Field(*f) for f in params.get("fields") or ()]
         with self._lock:
-            self._probes += 1
-            rule_id = f"{fault.kind.name}-{self._probes}"
+            rule_id = f"{fault.kind.name}-{len(self.rules) + 1}"
         listed = None
         if spec.action == "stale-list":
             at = int(params["at"])
@@ -339,6 +338,8 @@ class Writes:
                 return  # the interposer is gone: the verdict names it
             if any(r.get("what") == "crashed" for r in records):
                 operator.restart()  # type: ignore[union-attr]
+                self.record("restart_operator", "Operator", "operator",
+                            params={"after": rule_id})  # fmt: skip
                 interposer.release(rule_id, drop=True)
                 return
 

@@ -161,3 +161,50 @@ def test_a_single_failing_once_in_many_runs_does_not_shrink_a_pair(tmp_path):
     (sig,) = exploration.signatures
     assert sig["smallest"] == PAIR and sig["needs_both"]  # 1 of 4 runs: below the threshold
     assert json.loads(json.dumps(sig)) == sig
+
+
+def test_two_shards_of_one_learn_run_merged_give_the_unsharded_signatures(tmp_path):
+    """One learn run; its matrix dealt to two shards (each case to exactly one); the merged
+    exploration holds every case's runs and the same signatures as the matrix run whole."""
+    from mochaos.explore.command import merge
+    from mochaos.shard import Shard
+
+    def policy(case, n):
+        return SEED_RACE if case in (SEED_CASE, "p05-scale-in.migrating-set") else PASS
+
+    assert explore(_settings(tmp_path / "learn", learn_only=True),
+                   run_pytest=FakePytest(policy)) == 0  # fmt: skip
+    (learned,) = (tmp_path / "learn").glob(f"explore-*/{EXPLORATION_FILE}")
+    whole = FakePytest(policy)
+    assert explore(_settings(tmp_path / "whole", resume=learned), run_pytest=whole) == 1
+    ran: list[str] = []
+    for i in (1, 2):
+        fake = FakePytest(policy)
+        explore(_settings(tmp_path / f"shard{i}", resume=learned, shard=Shard(i, 2)),
+                run_pytest=fake)  # fmt: skip
+        ran += fake.batches[0]
+    assert sorted(ran) == sorted(whole.batches[0])  # every case once, in one shard
+    shards = sorted(tmp_path.glob(f"shard*/explore-*/{EXPLORATION_FILE}"))
+    assert merge(shards, tmp_path / "merged") == 1
+    (merged_path,) = (tmp_path / "merged").glob(f"explore-merged-*/{EXPLORATION_FILE}")
+    merged, (whole_exploration, _) = load(merged_path), _exploration(tmp_path / "whole")
+    assert [(s["signature"], s["smallest"], s["cases"]) for s in merged.signatures] == [
+        (s["signature"], s["smallest"], s["cases"]) for s in whole_exploration.signatures
+    ]
+    assert (merged_path.parent / "exploration.html").is_file()
+
+
+def test_a_shard_needs_the_learn_run_it_shares_and_merges_only_its_siblings(tmp_path):
+    from mochaos.explore.command import merge
+    from mochaos.shard import Shard
+
+    with pytest.raises(UsageError, match="--shard needs --resume"):
+        explore(_settings(tmp_path, shard=Shard(1, 2)), run_pytest=FakePytest(lambda c, n: PASS))
+    for name in ("a", "b"):
+        explore(_settings(tmp_path / name), run_pytest=FakePytest(lambda c, n: PASS))
+    a, b = sorted(tmp_path.glob(f"*/explore-*/{EXPLORATION_FILE}"))
+    data = json.loads(b.read_text())
+    data["points"] = data["points"][1:]  # another learn run
+    b.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="is not a shard of the exploration"):
+        merge([a, b], tmp_path / "merged")

@@ -79,3 +79,20 @@ def test_a_rule_that_holds_back_the_view_is_a_period_the_operator_was_blind():
                                                                  10.0)  # fmt: skip
     assert (end.edge, end.subject, end.t) == ("end", "stale-view-1", 12.5)
     assert reader.entry_of(json.dumps(expired), seq=3) is None  # ended once
+
+
+def test_a_held_write_is_a_period_the_operator_was_held_from_its_first_match():
+    reader = JournalReader("ns")
+    added = {"type": "rule", "seq": 1, "t": 5.0, "rule": "hold-1", "what": "added",
+             "detail": {"spec": {"action": "hold"}}}  # fmt: skip
+    took = {"action": "hold", "verb": "patch", "resource": "pods", "name": "a"}
+    matched = {"type": "rule", "seq": 2, "t": 7.0, "rule": "hold-1", "what": "matched",
+               "detail": took}  # fmt: skip
+    released = {"type": "rule", "seq": 3, "t": 9.5, "rule": "hold-1", "what": "released"}
+    assert reader.entry_of(json.dumps(added), seq=0) is None
+    start = reader.entry_of(json.dumps(matched), seq=1)
+    assert reader.entry_of(json.dumps(matched), seq=2) is None  # one period per rule
+    end = reader.entry_of(json.dumps(released), seq=3)
+    assert (start.period, start.edge, start.reason, start.t) == ("operator-held", "start",
+                                                                 "patch pods/a", 7.0)  # fmt: skip
+    assert (end.period, end.edge, end.t) == ("operator-held", "end", 9.5)
