@@ -38,6 +38,9 @@ BUGS: dict[str, Bug] = {
             "a skipped pod keeps claimed-by of a claim that is gone"),
         Bug("B6", "scalein-during-migration",
             "B2 as the operator's log shows it: scale-in while a migration drains"),
+        Bug("pool-churn", "pool-kills-replacements",
+            "the pool marks the CloneSet's replacement pods Terminating as they appear while "
+            "an older pod drains: a replica count that is not level-triggered"),
         Bug("#581", "double-binding",
             "two live claims bind the same pod during a migration"),
     )

@@ -33,6 +33,23 @@ GRACE = 20.0
 own legitimate waits (10 s pod-cache grace plus a 2 s requeue)."""
 CONVERGE_TIMEOUT = 60.0
 """CNClaimSet replicas must reach spec.replicas within this long."""
+CHURN_BUDGET = 0
+"""Pods of one pool that may be killed right after they appeared (within ``CHURN_STILLBORN``,
+before they ever served), with no Pending claim's bind to explain them, within the retry
+window: none. The real pool kills one such pod per bind of a Pending claim (it counts the
+claim twice for a moment), which observe/churn.py explains; a pool that kills the CloneSet's
+replacements while an older pod drains makes ones nothing explains."""
+CHURN_STILLBORN = 5.0
+"""A pool pod marked for deletion this soon after it appeared was killed before its CN could
+have started (the real pool kills a replacement 0.3-2.6 s after kruise makes it; a pod killed
+later, e.g. because its claim set was scaled down meanwhile, is the pool following demand)."""
+CHURN_EXPLAIN_WITHIN = 2.0
+"""A Pending claim's bind this close to a pod's appearance explains the pod (the real pool
+scales out within 0.1 s of the label write)."""
+CONFLICT_BUDGET = 5
+"""Failed writes of the operator to one object in a row, with no write of it succeeding in
+between: an optimistic-concurrency conflict that is retried and resolves stays far below
+(3 at most on the real manager's seed run); a write that can never succeed does not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +66,8 @@ class CheckOptions:
     grace: float = GRACE
     migration_timeout: float = MIGRATION_TIMEOUT
     converge_timeout: float = CONVERGE_TIMEOUT
+    churn_budget: int = CHURN_BUDGET
+    conflict_budget: int = CONFLICT_BUDGET
     time_scale: float = 1.0
 
     def scaled(self, seconds: float) -> float:
@@ -65,6 +84,8 @@ class CheckOptions:
         migration_timeout: float = MIGRATION_TIMEOUT,
         grace: float = GRACE,
         converge_timeout: float = CONVERGE_TIMEOUT,
+        churn_budget: int = CHURN_BUDGET,
+        conflict_budget: int = CONFLICT_BUDGET,
     ) -> CheckOptions:
         """Thresholds given in operator time, scaled to wall time."""
         check_time_scale(time_scale)
@@ -77,6 +98,8 @@ class CheckOptions:
             grace=unit.scaled(grace),
             migration_timeout=unit.scaled(migration_timeout),
             converge_timeout=unit.scaled(converge_timeout),
+            churn_budget=churn_budget,
+            conflict_budget=conflict_budget,
         )
 
 
@@ -201,6 +224,11 @@ SETTINGS: tuple[Setting, ...] = (
             "finalize window", RETRY_BUDGET, _int, check=True),
     Setting("migration_timeout", "--migration-timeout", "seconds (operator time) a migration "
             "may take to end", MIGRATION_TIMEOUT, _float, check=True),
+    Setting("churn_budget", "--churn-budget", "pool pods killed right after they appeared "
+            "that no Pending claim's bind explains, allowed per pool in the finalize window",
+            CHURN_BUDGET, _int, check=True),
+    Setting("conflict_budget", "--conflict-budget", "failed writes of the operator to one "
+            "object in a row, none succeeding between", CONFLICT_BUDGET, _int, check=True),
     Setting("workers", "--mochaos-workers", "scenarios run at once when the packaged "
             "suites are collected and no -n is given (they wait far more than they "
             f"compute; default {DEFAULT_WORKERS}, on kind {KIND_WORKERS})", None, _int,
@@ -260,6 +288,8 @@ class RunConfig:
     finalize_timeout: float = _DEFAULT["finalize_timeout"]
     retry_budget: int = _DEFAULT["retry_budget"]
     migration_timeout: float = _DEFAULT["migration_timeout"]
+    churn_budget: int = _DEFAULT["churn_budget"]
+    conflict_budget: int = _DEFAULT["conflict_budget"]
     workers: int | None = _DEFAULT["workers"]
     chaos_seed: int = 0
     """``resolve`` draws a random seed when none is given (the setting's default is None)."""
@@ -340,8 +370,9 @@ def resolve(
     for name in ("finalize_timeout", "migration_timeout", "operator_ready_timeout"):
         if getattr(cfg, name) <= 0:
             raise UsageError(f"{SETTING_BY_NAME[name].flag} must be > 0", hint="give seconds")
-    if cfg.retry_budget < 0:
-        raise UsageError("--retry-budget must be >= 0", hint="give a count of retries")
+    for name in ("retry_budget", "churn_budget", "conflict_budget"):
+        if getattr(cfg, name) < 0:
+            raise UsageError(f"{SETTING_BY_NAME[name].flag} must be >= 0", hint="give a count")
     if cfg.warm_namespaces < 0:
         raise UsageError(
             "--mochaos-warm-namespaces must be >= 0", hint="give a count (0 turns it off)"

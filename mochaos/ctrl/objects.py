@@ -70,6 +70,11 @@ def deleting(obj: Obj) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def claim_phase(claim: Obj) -> str:
+    """The claim's ``status.phase`` (Pending|Bound|Lost|Outdated); '' if unset."""
+    return (claim.get("status") or {}).get("phase") or ""
+
+
 def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
     """metav1.LabelSelector semantics: None matches nothing, {} matches everything, the
     matchLabels and matchExpressions are ANDed."""

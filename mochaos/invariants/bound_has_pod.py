@@ -8,8 +8,9 @@ Two breaches of a live claim, each failing when it persists longer than
 from __future__ import annotations
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import claim_phase
 from mochaos.invariants.base import DeadlineJudge, InvariantBase, Obligation
-from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, claim_phase, ref, spec_pod
+from mochaos.invariants.facts import CLAIM, POD, Facts, Obj, ref, spec_pod
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe.history import Change, Entry
 

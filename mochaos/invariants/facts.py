@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mochaos.ctrl.objects import CLAIMED_BY_LABEL, CLAIMSET_LABEL, PHASE_LABEL, deleting, labels_of
+from mochaos.ctrl.objects import (
+    CLAIMED_BY_LABEL,
+    CLAIMSET_LABEL,
+    PHASE_LABEL,
+    deleting,
+    labels_of,
+)
 from mochaos.observe.history import ActionRecord, Change, Entry, State
 
 CLAIM = "CNClaim"
@@ -47,11 +53,6 @@ def source_pod(claim: Obj) -> str:
 def claim_refs(claim: Obj) -> frozenset[str]:
     """The pods a claim references: its spec.podName and its migration source."""
     return frozenset(p for p in (spec_pod(claim), source_pod(claim)) if p)
-
-
-def claim_phase(claim: Obj) -> str:
-    """The claim's ``status.phase`` (Pending|Bound|Lost|Outdated); '' if unset."""
-    return _status(claim).get("phase") or ""
 
 
 def store_pod(claim: Obj) -> str:

@@ -30,7 +30,9 @@ from mochaos.observe.history import (
     OPERATOR_FREEZE,
     PERIOD_KINDS,
     ActionRecord,
+    ApiCall,
     Change,
+    Entry,
     History,
     LogRecord,
     PeriodKind,
@@ -150,12 +152,17 @@ class OperatorClock:
         return c + shift
 
 
+def _retry(entry: Entry) -> bool:
+    """A log record, or a refused request of the operator's: what a retry leaves behind."""
+    return isinstance(entry, LogRecord) or (isinstance(entry, ApiCall) and entry.status >= 400)
+
+
 def judged(history: History) -> tuple[History, OperatorClock]:
     """The history to judge (see the module docstring) and the clock it is on. What the
-    operator logged while its clock stood still (it could not act, or not see) is left out:
-    its retries then are no verdict's."""
+    operator logged, and the writes of its that were refused, while its clock stood still (it
+    could not act, or not see) are left out: its retries then are no verdict's."""
     clock = OperatorClock.of(history)
-    entries = [e for e in history if not (isinstance(e, LogRecord) and clock.stopped(e.t))]
+    entries = [e for e in history if not (_retry(e) and clock.stopped(e.t))]
     slots = [i for i, e in enumerate(entries) if isinstance(e, Change) and e.kind != "Event"]
     in_rv_order = sorted((entries[i] for i in slots), key=lambda c: c.rv)  # type: ignore[union-attr]
     for slot, change in zip(slots, in_rv_order, strict=True):

@@ -20,6 +20,8 @@ def override(
     finalize_timeout: float | None = None,
     retry_budget: int | None = None,
     migration_timeout: float | None = None,
+    churn_budget: int | None = None,
+    conflict_budget: int | None = None,
 ) -> CheckOptions:
     """``options`` with the given run options (operator seconds) replaced; the rest kept.
 
@@ -40,6 +42,8 @@ def override(
         if migration_timeout is None
         else migration_timeout * s,
         converge_timeout=options.converge_timeout * k,
+        churn_budget=options.churn_budget if churn_budget is None else churn_budget,
+        conflict_budget=options.conflict_budget if conflict_budget is None else conflict_budget,
         time_scale=s,
     )
     validate_options(changed)
@@ -58,11 +62,12 @@ def validate_options(options: CheckOptions) -> None:
     for name, value in durations.items():
         if value < 0:
             raise UsageError(f"invariant option {name}={value} is negative", hint="use >= 0 s")
-    if options.retry_budget < 0:
-        raise UsageError(
-            f"invariant option retry_budget={options.retry_budget} is negative",
-            hint="use a count >= 0",
-        )
+    for name in ("retry_budget", "churn_budget", "conflict_budget"):
+        if getattr(options, name) < 0:
+            raise UsageError(
+                f"invariant option {name}={getattr(options, name)} is negative",
+                hint="use a count >= 0",
+            )
     if options.time_scale <= 0:
         raise UsageError(
             f"invariant option time_scale={options.time_scale} is not positive",

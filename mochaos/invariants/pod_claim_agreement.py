@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.objects import claim_phase
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import (
     CLAIM,
@@ -19,7 +20,6 @@ from mochaos.invariants.facts import (
     Facts,
     Obj,
     World,
-    claim_phase,
     claimed_by,
     pod_phase,
     ref,

@@ -8,6 +8,9 @@ the apiserver could not be reached are the infrastructure's, not a hot loop of
 the operator's, and are not counted; nor are errors that name no namespace: they
 are about no object of the test (a library logger inside the operator, e.g.
 MatrixOne's HAKeeper client of an in-cluster operator serving every namespace).
+Nor are optimistic-concurrency conflicts ("Operation cannot be fulfilled on …"): a
+conflict logged by the reconciler of one object is about another object it wrote, and
+whether it resolves is judged per object written by conflicts-resolve.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+from mochaos.ctrl.finalizers import STORE_DRAIN_TIMEOUT
 from mochaos.ctrl.rest import Kube
 from mochaos.model.app import Model
 from mochaos.model.logs import Logger, LogSink
@@ -46,7 +47,10 @@ def _parser() -> argparse.ArgumentParser:
         "--min-delay", type=float, default=15.0, help="CN drain minimum delay, operator seconds"
     )
     p.add_argument(
-        "--drain-timeout", type=float, default=300.0, help="CN drain timeout, operator seconds"
+        "--drain-timeout",
+        type=float,
+        default=STORE_DRAIN_TIMEOUT,
+        help="CN drain timeout, operator seconds",
     )
     p.add_argument(
         "--user-agent", help="API user agent (default matrixone-operator-model/<profile>)"

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from mochaos.ctrl.finalizers import STORE_DRAIN_TIMEOUT
+
 
 @dataclass(frozen=True, slots=True)
 class Timing:
@@ -24,7 +26,7 @@ class Timing:
 
     scale: float = 1.0
     min_delay: float = 15.0
-    drain_timeout: float = 300.0
+    drain_timeout: float = STORE_DRAIN_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.scale <= 0:

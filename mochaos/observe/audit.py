@@ -29,6 +29,8 @@ class AuditCounts:
     """What the audit log says about one namespace during one test."""
 
     operator_writes: Counter[str] = field(default_factory=Counter)
+    operator_verbs: Counter[str] = field(default_factory=Counter)
+    """The operator's writes by verb, plus ``refused``: those answered 4xx/5xx."""
     agent_patches: Counter[str] = field(default_factory=Counter)
     framework_requests: int = 0
     duration: float = 0.0
@@ -92,6 +94,10 @@ class AuditSlice:
             if operator_user_agent and agent.startswith(operator_user_agent):
                 if verb in WRITE_VERBS:
                     counts.operator_writes[obj] += 1
+                    counts.operator_verbs[verb] += 1
+                    code = (event.get("responseStatus") or {}).get("code") or 0
+                    if code >= 400:
+                        counts.operator_verbs["refused"] += 1
             elif agent.startswith(FRAMEWORK_AGENT_PREFIX):
                 counts.framework_requests += 1
                 if agent.startswith(AGENT_USER_AGENT) and verb == "patch":

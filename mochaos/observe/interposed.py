@@ -13,6 +13,8 @@ the write it first took to its release or expiry.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from mochaos.observe.history import (
@@ -27,6 +29,7 @@ Made = ApiCall | Delivery | PeriodEdge
 BLINDING = ("freeze", "coalesce")
 """The rule actions that hold back the operator's view."""
 ENDS = ("released", "expired", "removed")
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 class JournalReader:
@@ -95,3 +98,15 @@ def entry_of(record: dict[str, Any], *, seq: int, namespace: str) -> Made | None
             rv=record.get("rv"), action=action, rule=str(record.get("rule") or ""),
         )  # fmt: skip
     return None
+
+
+def write_counts(calls: Iterable[ApiCall]) -> Counter[str]:
+    """The operator's writes by verb, plus ``refused``: those the apiserver answered 4xx/5xx
+    (failures the interposer made up are not the apiserver's and not counted as refused)."""
+    counts: Counter[str] = Counter()
+    for call in calls:
+        if call.verb in WRITE_VERBS:
+            counts[call.verb] += 1
+            if call.status >= 400 and call.action != "failed":
+                counts["refused"] += 1
+    return counts

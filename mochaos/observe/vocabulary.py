@@ -50,6 +50,13 @@ UNREACHABLE = re.compile(
 )
 """Error texts of an apiserver that is down or restarting: the infrastructure's, not a loop."""
 
+CONFLICT = re.compile(
+    r"Operation cannot be fulfilled on|the object has been modified; please apply your changes"
+)
+"""The apiserver's 409 Conflict text (apimachinery ``errors.NewConflict``): an optimistic-
+concurrency conflict, retried by the controller; whether it resolves is judged per object
+written (conflicts-resolve), not as an error record."""
+
 
 class LogKind(StrEnum):
     """What one operator log line means."""
@@ -72,6 +79,7 @@ class LogKind(StrEnum):
     DRAIN_TIMEOUT = "drain-timeout"
     SYNCED = "synced"
     ERROR = "error"
+    CONFLICT = "conflict"
     UNREACHABLE = "unreachable"
     OTHER = "other"
 
@@ -119,10 +127,13 @@ def error_text(line: LogLine) -> str:
 
 
 def classify(line: LogLine) -> LogKind:
-    """What the line means: errors by level (ERROR, or UNREACHABLE), others by exact message."""
+    """What the line means: errors by level (ERROR, or UNREACHABLE / CONFLICT by their text),
+    others by exact message."""
     if is_error(line):
         text = f"{line.msg} {line.fields.get('error', '')}"
-        return LogKind.UNREACHABLE if UNREACHABLE.search(text) else LogKind.ERROR
+        if UNREACHABLE.search(text):
+            return LogKind.UNREACHABLE
+        return LogKind.CONFLICT if CONFLICT.search(text) else LogKind.ERROR
     return MESSAGES.get(line.msg, LogKind.OTHER)
 
 

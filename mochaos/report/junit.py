@@ -70,6 +70,9 @@ def junit_properties(
         for claim, count in sorted(result.finalize_retries.items())
     ]
     props.append(("agent.migration_retries", str(result.agent_migration_retries)))
+    writes = sorted(result.operator_writes.items())
+    props += [(f"operator.writes.{verb}", str(n)) for verb, n in writes]
+    props.append(("pods.churned", str(result.churned_pods)))
     props.append(("bugs", ",".join(bug_ids(result))))
     if result.seed is not None:
         props.append(("seed", str(result.seed)))

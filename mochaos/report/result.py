@@ -33,6 +33,11 @@ class ScenarioResult:
     finalize_retries: dict[str, int] = field(default_factory=dict)
     agent_migration_retries: int = 0
     audit_counts: dict[str, float] = field(default_factory=dict)
+    operator_writes: dict[str, int] = field(default_factory=dict)
+    """The operator's writes by verb and how many were ``refused`` (4xx/5xx): from the
+    interposer's record, else the audit log's (empty when neither was there)."""
+    churned_pods: int = 0
+    """Pool pods marked for deletion before they ever served (observe/churn.py)."""
     detection_latency: dict[str, float] = field(default_factory=dict)
     monitor_cpu: float = 0.0
     """CPU seconds the invariant monitor spent judging the run as it went (and settling)."""

@@ -19,6 +19,7 @@ from mochaos.ctrl.objects import CLAIMED_BY_LABEL, CLAIMSET_LABEL, PHASE_LABEL, 
 from mochaos.faults import of_action
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe import vocabulary
+from mochaos.observe.churn import Churned, churned_pods
 from mochaos.observe.history import ActionRecord, Change, History, LogRecord, PeriodEdge
 from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_retries
 
@@ -38,7 +39,9 @@ _FINALIZE_KINDS = frozenset(
     {LogKind.FINALIZE_ATTEMPT, LogKind.FINALIZE_UNFINISHED, LogKind.FINALIZE_SKIP}
 )
 _CLAIMSET_KINDS = frozenset({LogKind.SCALE_IN_SORT, LogKind.SCALE_IN_SKIP})
-_ERROR_KINDS = frozenset({LogKind.ERROR, LogKind.UNREACHABLE, LogKind.KEEP_BOUND_ERROR})
+_ERROR_KINDS = frozenset(
+    {LogKind.ERROR, LogKind.CONFLICT, LogKind.UNREACHABLE, LogKind.KEEP_BOUND_ERROR}
+)
 _CONTROLLER_KINDS = {
     "cn-claim-manager": "CNClaim",
     "cn-claimset-manager": "CNClaimSet",
@@ -596,8 +599,31 @@ def build_rows(history: History, verdicts: Sequence[Verdict]) -> list[TimelineRo
         rows.add(marker.seq, marker.t, marker.component, "–", text)
     _period_rows(rows, history)
     _interposed_rows(rows, history)
+    _churn_rows(rows, history)
     _violation_rows(rows, history, verdicts)
     return rows.sorted()
+
+
+def _churn_rows(rows: _Rows, history: History) -> None:
+    """Per pool, one condensed row of the pods it marked for deletion without their ever
+    serving (observe/churn.py), like the Finalize retries' row."""
+    by_pool: dict[str, list[Churned]] = defaultdict(list)
+    for churn in churned_pods(history):
+        by_pool[churn.pool].append(churn)
+    for pool, found in by_pool.items():
+        first, last = found[0], found[-1]
+        pods = ", ".join(
+            f"pod/{c.pod} after {c.life:.1f}s ({c.how}"
+            + (f"; the extra pod of claim/{c.explained_by}'s Pending bind)" if c.explained_by
+               else ")")
+            for c in found[:4]
+        ) + ("…" if len(found) > 4 else "")  # fmt: skip
+        text = (f"pool churned {_times(len(found))}: pods marked for deletion before they "
+                f"ever served, {_span(first.marked - rows.start, last.marked - rows.start)}: "
+                f"{pods}")  # fmt: skip
+        rows.add(first.seq, first.marked, "operator", f"CNPool/{pool}", text,
+                 end_offset=last.marked - rows.start if len(found) > 1 else None,
+                 count=len(found))  # fmt: skip
 
 
 def _interposed_rows(rows: _Rows, history: History) -> None:

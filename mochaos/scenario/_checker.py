@@ -31,7 +31,9 @@ from mochaos.invariants.judged import (
 )
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe.audit import AuditSlice
+from mochaos.observe.churn import churned_pods
 from mochaos.observe.history import Entry, History, PeriodEdge
+from mochaos.observe.interposed import write_counts
 from mochaos.observe.oplog import count_retries
 from mochaos.observe.recorder import Recorder
 from mochaos.progress import LOGGER, phase
@@ -202,6 +204,8 @@ class Checker:
         self.monitor = Monitor(recorder, self.options)
         self.monitor.start()
         self._confirmed: tuple[tuple[int, frozenset[str]], bool] | None = None
+        self._audit_verbs: dict[str, int] = {}
+        """The operator's writes by verb as the audit log counted them (its last count)."""
 
     def settle(
         self, *, quiet: float | None = None, timeout: float | None = None, early: bool = True
@@ -287,6 +291,23 @@ class Checker:
             result.message = f"{excuse[1]}\n{result.message}"
         return result
 
+    def cut_short(self, *, nodeid: str, reason: str) -> ScenarioResult | None:
+        """The result of a scenario that could not go on as written (``reason``: why it is
+        Inconclusive), when what the operator did until then already breaks an invariant for
+        good — no later entry could change it (``final=False``) — and no outage excuses it:
+        failed, with the reason beside the violations. None otherwise: it stays Inconclusive."""
+        self.monitor.close()
+        history = self._recorder.history()
+        verdicts = invariants.evaluate(history, self.options, final=False)
+        if not any(v.failed for v in verdicts) or not_the_operators(history) is not None:
+            return None
+        result = self.result(nodeid=nodeid, outcome="failed", verdicts=verdicts, history=history)
+        result.message = (
+            f"{failure_message(result, history, [])}\n  the scenario itself was cut short "
+            f"(INCONCLUSIVE: {reason}); the violations above are already certain"
+        )
+        return result
+
     def result(
         self,
         *,
@@ -320,6 +341,8 @@ class Checker:
             phase=phase,
         )
         result.audit_counts = self._audit_counts(retries.migration_requests)
+        result.operator_writes = dict(write_counts(history.api_calls())) or self._audit_verbs
+        result.churned_pods = len(churned_pods(history))
         result.monitor_cpu = round(self.monitor.cpu, 4)
         return result
 
@@ -328,6 +351,7 @@ class Checker:
         if self._audit is None:
             return {}
         counts = self._audit.count(self._namespace, operator_user_agent=self._operator_user_agent)
+        self._audit_verbs = dict(counts.operator_verbs)
         claims = set(recorded) | set(counts.agent_patches)
         worst = max((abs(recorded[c] - counts.agent_patches[c]) for c in claims), default=0)
         return {

@@ -26,7 +26,7 @@ from mochaos.kube import Cluster
 from mochaos.observe.history import ActionRecord
 from mochaos.observe.recorder import Recorder
 from mochaos.operator.target import RunningOperator
-from mochaos.progress import current_phase, phase
+from mochaos.progress import LOGGER, current_phase, phase
 from mochaos.report.result import Outcome, ScenarioResult
 from mochaos.scenario._agent import UnitAgent
 from mochaos.scenario._checker import Checker, Detection, RunInfo
@@ -202,8 +202,9 @@ class Scenario(Triggers):
     def conclude(self, raised: BaseException | None = None) -> ScenarioResult:
         """The end the fixture owns, run right after the test's body: when the body returned,
         whichever of settle → epilogue → verdict the test did not run; when it raised, the
-        result that exception stands for (nothing is judged: the scenario did not run as
-        written). Never raises but for Ctrl-C."""
+        result that exception stands for (the scenario did not run as written: nothing is
+        judged, except that an Inconclusive scenario whose history already breaks an invariant
+        for good is failed, Checker.cut_short). Never raises but for Ctrl-C."""
         if self.result is not None:
             if raised is not None and self.result.outcome == "passed":
                 self.result = self._without_verdict(raised)
@@ -235,11 +236,27 @@ class Scenario(Triggers):
         since = self._settled_at or 0
         return any(isinstance(e, ActionRecord) for e in self.recorder.history()[since:])
 
+    def _judge_cut_short(self, raised: Inconclusive) -> ScenarioResult | None:
+        """A scenario that cannot go on as written may already have seen the operator break
+        an invariant for good: let go of every fault, let what is in flight finish (settle),
+        and fail it if so (Checker.cut_short); None: it stays Inconclusive. A settle the
+        infrastructure breaks leaves it Inconclusive."""
+        try:
+            self._let_go()
+            self.checker.settle()
+        except MochaosError as err:
+            LOGGER.info("settling the cut-short scenario failed: %s", err)
+            return None
+        return self.checker.cut_short(nodeid=self.nodeid, reason=str(raised))
+
     def _without_verdict(self, raised: BaseException) -> ScenarioResult:
         """The result of a scenario that raised ``raised`` instead of reaching its verdict."""
         outcome: Outcome
         where = getattr(raised, "mochaos_phase", None) or current_phase()
         if isinstance(raised, Inconclusive):
+            judged = self._judge_cut_short(raised)
+            if judged is not None:
+                return judged
             outcome, message = "inconclusive", f"INCONCLUSIVE: {raised}"
         elif isinstance(raised, pytest.skip.Exception):
             outcome, message = "inconclusive", f"INCONCLUSIVE: the test skipped itself: {raised}"

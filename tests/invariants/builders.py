@@ -17,12 +17,14 @@ from mochaos.ctrl.objects import (
     CLAIM_FINALIZER,
     CLAIMED_BY_LABEL,
     CLAIMSET_LABEL,
+    KRUISE_STATE_LABEL,
     PHASE_LABEL,
     POOL_NAME_LABEL,
 )
 from mochaos.faults import of_action
 from mochaos.observe.history import (
     ActionRecord,
+    ApiCall,
     Change,
     Entry,
     History,
@@ -61,10 +63,13 @@ class HistoryBuilder:
         claimed_by: Any = KEEP,
         pool: Any = KEEP,
         deleting: Any = KEEP,
+        finalizers: Any = KEEP,
+        kruise: Any = KEEP,
         by: str | None = None,
         params: dict[str, Any] | None = None,
     ) -> Change:
-        """Emit a change of pod ``name`` (pool label defaults to "pool")."""
+        """Emit a change of pod ``name`` (pool label defaults to "pool"; ``kruise``: its
+        OpenKruise lifecycle state)."""
         fields = self._update(
             "Pod",
             name,
@@ -73,6 +78,8 @@ class HistoryBuilder:
             claimed_by=claimed_by,
             pool=pool,
             deleting=deleting,
+            finalizers=finalizers,
+            kruise=kruise,
         )
         labels = {}
         if fields.get("phase"):
@@ -81,7 +88,12 @@ class HistoryBuilder:
             labels[CLAIMED_BY_LABEL] = fields["claimed_by"]
         if fields.get("pool"):
             labels[POOL_NAME_LABEL] = fields["pool"]
-        obj = {"apiVersion": "v1", "kind": "Pod", "metadata": self._meta(name, fields, labels)}
+        if fields.get("kruise"):
+            labels[KRUISE_STATE_LABEL] = fields["kruise"]
+        meta = self._meta(name, fields, labels)
+        if fields.get("finalizers"):
+            meta["finalizers"] = list(fields["finalizers"])
+        obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
         return self._emit("Pod", name, obj, by, params)
 
     def claim(
@@ -139,6 +151,7 @@ class HistoryBuilder:
         status_replicas: Any = KEEP,
         ready: Any = KEEP,
         deleting: Any = KEEP,
+        finalizers: Any = KEEP,
         by: str | None = None,
         params: dict[str, Any] | None = None,
     ) -> Change:
@@ -151,16 +164,20 @@ class HistoryBuilder:
             status_replicas=status_replicas,
             ready=ready,
             deleting=deleting,
+            finalizers=finalizers,
         )
         status = {}
         if fields.get("status_replicas") is not None:
             status["replicas"] = fields["status_replicas"]
         if fields.get("ready") is not None:
             status["readyReplicas"] = fields["ready"]
+        meta = self._meta(name, fields, {})
+        if fields.get("finalizers"):
+            meta["finalizers"] = list(fields["finalizers"])
         obj = {
             "apiVersion": API_VERSION,
             "kind": "CNClaimSet",
-            "metadata": self._meta(name, fields, {}),
+            "metadata": meta,
             "spec": {"replicas": fields.get("replicas") or 0},
             "status": status,
         }
@@ -199,6 +216,22 @@ class HistoryBuilder:
         if by:
             self.action(by, kind=kind, name=name, write_rv=change.rv)
         return change
+
+    def call(
+        self,
+        verb: str,
+        resource: str,
+        name: str,
+        status: int,
+        *,
+        action: str = "pass",
+        subresource: str = "",
+    ) -> ApiCall:
+        """Emit one request of the operator's, as the interposer's journal records it."""
+        call = ApiCall(self._next_seq(), self.t, verb, resource, NAMESPACE, name,
+                       subresource=subresource, status=status, action=action)  # fmt: skip
+        self.entries.append(call)
+        return call
 
     def log(self, msg: str, *, name: str, level: str = "info", **fields: Any) -> LogRecord:
         """Emit one operator log record about object ``name``."""

@@ -1,10 +1,9 @@
 """Object facts, attribution and the replayed World the invariants share."""
 
-from mochaos.ctrl.objects import CLAIMSET_LABEL
+from mochaos.ctrl.objects import CLAIMSET_LABEL, claim_phase
 from mochaos.invariants.facts import (
     Facts,
     World,
-    claim_phase,
     claim_refs,
     claim_set,
     claimed_by,

@@ -110,3 +110,21 @@ def test_open_while_the_last_retry_is_within_its_window_and_decided_once_over_bu
     assert checker.verdicts()[0].violation.t == 50
     assert checker.decided(51) == ["retry-budget"]  # over budget once: that stays
     assert checker.undecided(51) == []
+
+
+def test_optimistic_concurrency_conflicts_are_not_error_records_of_a_loop():
+    # The pool's "error set pod terminating" on a pod another controller just wrote: 11 in a
+    # minute on a correct build; conflicts-resolve judges them per object written.
+    conflict = (
+        'Operation cannot be fulfilled on pods "pool-cn-x": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    b = HistoryBuilder()
+    for t in range(11):
+        b.at(t).log("error set pod terminating", name="pool", level="error", error=conflict)
+    assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+    b.at(12).log("error set pod terminating", name="pool", level="error", error="webhook denied")
+    b = HistoryBuilder()
+    for t in range(11):
+        b.at(t).log("error set pod terminating", name="pool", level="error", error="denied")
+    assert INVARIANT.check(b.build(), OPTIONS).status == "fail"

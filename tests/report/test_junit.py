@@ -34,6 +34,8 @@ def _result(**kw) -> ScenarioResult:
         ],
         finalize_retries={"s1-x": 40, "s1-a": 2},
         agent_migration_retries=20,
+        operator_writes={"update": 9, "patch": 4, "refused": 1},
+        churned_pods=2,
         seed=7,
     )
     return ScenarioResult(**(base | kw))
@@ -54,6 +56,10 @@ def test_properties_in_the_documented_order():
         ("retries.finalize.s1-a", "2"),
         ("retries.finalize.s1-x", "40"),
         ("agent.migration_retries", "20"),
+        ("operator.writes.patch", "4"),
+        ("operator.writes.refused", "1"),
+        ("operator.writes.update", "9"),
+        ("pods.churned", "2"),
         ("bugs", "B1,B2,B6"),  # passed invariants' bugs (#581) are not hits
         ("seed", "7"),
     ]

@@ -105,3 +105,35 @@ def test_a_wait_that_timed_out_while_a_dependency_was_down_names_it():
         RecorderTriggers(TimedOut(b.build())).when(lambda s: False, timeout=0.1, what="two pods")
     with pytest.raises(Inconclusive, match="not ready after 0s: two pods"):
         RecorderTriggers(TimedOut(History())).when(lambda s: False, timeout=0.1, what="two pods")
+
+
+def cut_short(history: History):
+    checker = Checker(FakeRecorder(history), RunInfo(run_id="r", seed=1, options=OPTIONS),
+                      namespace="ns", operator_user_agent="op")  # fmt: skip
+    return checker.cut_short(nodeid="t", reason="no Idle pod within 70s")
+
+
+def test_a_scenario_cut_short_after_a_certain_violation_is_failed_not_inconclusive():
+    b = HistoryBuilder()  # the pool kills three replacements while the scenario waits
+    for i in range(3):
+        b.at(i * 10).pod(f"p{i}", phase="Unknown")
+        b.at(i * 10 + 1).pod(f"p{i}", phase="Terminating")
+    ticks(b, 30, 60, every=5)
+    result = cut_short(build(b))
+    assert result is not None and result.outcome == "failed"
+    assert [v.invariant for v in result.verdicts if v.failed] == ["no-pod-churn"]
+    assert result.message.splitlines()[0].startswith("1 invariant(s) violated by")
+    assert "cut short (INCONCLUSIVE: no Idle pod within 70s)" in result.message
+
+
+def test_a_scenario_cut_short_with_nothing_certain_stays_inconclusive():
+    # replicas-converge has not failed yet at the end of a short history: nothing is certain
+    b = HistoryBuilder()
+    b.at(0).claimset("S1", replicas=2, status_replicas=0, ready=0)
+    ticks(b, 1, 30, every=5)
+    assert cut_short(build(b)) is None
+    # and a certain violation during a dependency's outage is no verdict on the operator
+    b = never_converges(HistoryBuilder())
+    b.at(150).period(DEPENDENCY_OUTAGE, "start", "matrixone", "not running")
+    b.at(170).period(DEPENDENCY_OUTAGE, "end", "matrixone")
+    assert cut_short(build(b)) is None
