@@ -35,9 +35,10 @@ from typing import Any
 import figures
 
 from mochaos.errors import UsageError
+from mochaos.suites import SEED as SEED_SELECTION
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED_K = "test_scalein_during_migration and not sweep and not race"
+SEED_K = SEED_SELECTION
 
 
 def job(args: Any, checkout: Path, python: str, label: str, out: Path) -> dict[str, Any]:

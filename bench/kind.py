@@ -28,6 +28,7 @@ import figures
 
 from mochaos.errors import UsageError
 from mochaos.operator.targets.source import ENV_SOURCE
+from mochaos.suites import SEED
 
 REPO = figures.REPO
 PYTHON = sys.executable
@@ -199,9 +200,6 @@ def _suite(extra: Sequence[str], *, keyword: str, workers: int, reports: Path,
 def _verdict(result: dict[str, Any]) -> str:
     failed = sorted(v["invariant"] for v in result["verdicts"] if v["status"] == "fail")
     return f"{result['outcome']}: {', '.join(failed) or '-'}"
-
-
-SEED = "test_scalein_during_migration and not sweep and not race"
 
 
 def seed(args: Any) -> dict[str, Any]:

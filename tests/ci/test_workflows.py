@@ -28,6 +28,7 @@ from mochaos import __version__
 from mochaos.report import build_history as history
 from mochaos.report.junit import read_junit
 from mochaos.report.merge import verdict_table
+from mochaos.suites import SEED
 
 from .actions import JobRun, Runner
 
@@ -36,7 +37,6 @@ PR = ROOT / "docs" / "ci" / "github" / "mo-chaos.yml"
 NIGHTLY = ROOT / "docs" / "ci" / "github" / "mo-chaos-nightly.yml"
 GITLAB = ROOT / "docs" / "ci" / "gitlab-ci.yml"
 MAIN_JOB = "scalein_during_migration"
-SEED = "test_scalein_during_migration and not sweep and not race"
 TIME_SCALE = "0.2"
 """The model's intervals shrunk 5×, so a scenario takes seconds instead of minutes."""
 CACHED = ("~/.cache/mochaos", "~/go/pkg/mod", "~/.cache/go-build")

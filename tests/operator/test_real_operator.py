@@ -22,9 +22,9 @@ from filelock import FileLock
 
 from mochaos.operator.targets.source import ENV_SOURCE
 from mochaos.report.junit import read_junit
+from mochaos.suites import SEED
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = "test_scalein_during_migration and not sweep and not race"
 MAIN = "2301e3b"
 PR592 = "caee443"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from mochaos.report.junit import validate_junit
+from mochaos.suites import SEED
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = "test_scalein_during_migration and not race and not sweep"
 
 
 def _qualify(tmp_path: Path, operator: str) -> tuple[int, Path]:
