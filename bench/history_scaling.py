@@ -1,7 +1,7 @@
 """Benchmark (issue 17.4): judging a history costs time linear in its length.
 
 Feeds seeded synthetic histories (claims, pods, logs, our actions; see
-tests/invariants/synthetic.py) of growing size to the incremental checker, one-shot
+tests/support/synthetic.py) of growing size to the incremental checker, one-shot
 (everything, then the settle verdicts) and in the scenario monitor's pattern (a chunk
 at a time, asking for the running verdicts, what is in flight and when the system
 last moved after each chunk), and, for contrast on the smaller sizes, the rescan the
@@ -28,7 +28,7 @@ from mochaos.invariants import ALL, IncrementalChecker, evaluate
 from mochaos.observe.history import History
 
 sys.path.insert(0, str(figures.REPO / "tests"))
-from invariants.synthetic import synthetic
+from support.synthetic import synthetic
 
 LINEAR = 12.0
 """The largest time ratio per 10× more entries still called linear."""

@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 import mochaos.invariants
-from docs.blocks import runnable_blocks
 from mochaos.cli import main
 from mochaos.invariants import registry
 from mochaos.observe.history import History, LogRecord
+
+from .blocks import runnable_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {"scenario", "invariant", "invariant-test"}

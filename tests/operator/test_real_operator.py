@@ -88,7 +88,7 @@ def test_the_real_managers_doubles_down_mid_scenario_are_never_its_verdict(tmp_p
     """The MatrixOne double and the workload controller stopped mid-scenario under PR #592's
     manager (which fails the seed on its own): an infrastructure error naming both, never
     "invariant violated"."""
-    from safety.helpers import CHILD, private_cluster_name, remove_private_cluster
+    from support.child_runs import CHILD, private_cluster_name, remove_private_cluster
 
     name = private_cluster_name()
     cmd = [

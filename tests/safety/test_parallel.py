@@ -12,7 +12,7 @@ import json
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import History
 
-from .helpers import child_env, needs_binaries
+from support.child_runs import child_env, needs_binaries
 
 SCENARIOS = ("test_pod_lost_while_bound", "test_label_removed_then_pod_deleted")
 

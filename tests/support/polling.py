@@ -1,7 +1,7 @@
 """The one poll the framework's own tests use: wait until a check returns something truthy.
 
-On ``sys.path`` through ``pythonpath = ["tests"]`` (pyproject), so that test modules inside
-and outside the test packages import it the same way: ``from polling import wait_until``.
+tests/ is on ``sys.path`` through ``pythonpath = ["tests"]`` (pyproject), so that every test
+module imports it the same way: ``from support.polling import wait_until``.
 """
 
 from __future__ import annotations

@@ -1,242 +1,27 @@
-"""Hand-written histories for the report tests, and the script that stores the seed race.
+"""The seed race written by hand, and the script that stores it for the report tests.
 
-``HistoryBuilder`` appends entries the way the recorder would (increasing seq,
-global resourceVersions, whole objects per watch event). ``seed_race()`` is the
-production race of docs/operator-behaviour.md §11.1 at small scale;
-``python tests/report/report_histories.py``
-rewrites ``data/seed_race.history.jsonl`` and ``data/seed_race.case.json`` from it.
+``seed_race()`` is the production race of docs/operator-behaviour.md §11.1 at small scale,
+built of whole objects as the recorder sees them (:meth:`HistoryBuilder.recorded`);
+``PYTHONPATH=tests python -m support.seed_race`` rewrites tests/report/data/'s
+``seed_race.history.jsonl`` and ``seed_race.case.json`` from it.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mochaos.ctrl.objects import (
-    API_VERSION,
-    CLAIM_FINALIZER,
-    CLAIMED_BY_LABEL,
-    CLAIMSET_LABEL,
-    INSTANCE_ID_LABEL,
-    PHASE_LABEL,
-    POOL_NAME_LABEL,
-)
+from mochaos.ctrl.objects import CLAIM_FINALIZER, CLAIMED_BY_LABEL, PHASE_LABEL
 from mochaos.invariants.verdict import Verdict, Violation
-from mochaos.observe.history import (
-    ActionRecord,
-    Change,
-    History,
-    LogRecord,
-    Marker,
-    PeriodEdge,
-    PeriodKind,
-)
+from mochaos.observe.history import Change, History
 from mochaos.report.result import ScenarioResult
 
-DATA = Path(__file__).with_name("data")
-SEED_START = datetime(2026, 5, 30, 11, 20, 0, tzinfo=UTC).timestamp()
-NAMESPACE = "mochaos-seed-race"
+from support.builders import SEED_NAMESPACE, SEED_START, HistoryBuilder
+from support.builders import iso as _iso
 
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class HistoryBuilder:
-    """Appends entries at a movable clock; objects are kept so edits diff realistically."""
-
-    def __init__(self, *, start: float = SEED_START, namespace: str = NAMESPACE) -> None:
-        self.start = start
-        self.t = start
-        self.namespace = namespace
-        self.rv = 1000
-        self.entries: list[Any] = []
-        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def at(self, offset: float) -> HistoryBuilder:
-        """Move the clock to ``offset`` seconds after the start."""
-        self.t = self.start + offset
-        return self
-
-    @property
-    def seq(self) -> int:
-        """The seq of the last entry."""
-        return self.entries[-1].seq
-
-    def _next_seq(self) -> int:
-        return len(self.entries) + 1
-
-    # objects ---------------------------------------------------------------
-
-    def put(self, kind: str, name: str, obj: dict[str, Any]) -> Change:
-        """Record a new version of an object (ADDED the first time)."""
-        self.rv += 1
-        obj = copy.deepcopy(obj)
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
-        event = "MODIFIED" if (kind, name) in self.objects else "ADDED"
-        self.objects[(kind, name)] = obj
-        change = Change(
-            seq=self._next_seq(),
-            t=self.t,
-            kind=kind,
-            event=event,
-            namespace=self.namespace,
-            name=name,
-            rv=self.rv,
-            obj=obj,
-        )
-        self.entries.append(change)
-        return change
-
-    def edit(self, kind: str, name: str, fn: Callable[[dict[str, Any]], None]) -> Change:
-        """Record a modified copy of the current object."""
-        obj = copy.deepcopy(self.objects[(kind, name)])
-        fn(obj)
-        return self.put(kind, name, obj)
-
-    def delete(self, kind: str, name: str) -> Change:
-        """Record the object's DELETED event."""
-        self.rv += 1
-        obj = self.objects.pop((kind, name))
-        change = Change(
-            seq=self._next_seq(),
-            t=self.t,
-            kind=kind,
-            event="DELETED",
-            namespace=self.namespace,
-            name=name,
-            rv=self.rv,
-            obj=obj,
-        )
-        self.entries.append(change)
-        return change
-
-    def current_rv(self, kind: str, name: str) -> int:
-        """The resourceVersion of the object's latest version."""
-        return int(self.objects[(kind, name)]["metadata"]["resourceVersion"])
-
-    # other entries -----------------------------------------------------------
-
-    def log(self, msg: str, name: str, *, level: str = "info", **fields: Any) -> LogRecord:
-        """Record an operator log line about object ``name``."""
-        rec = LogRecord(
-            seq=self._next_seq(),
-            t=self.t,
-            level=level,
-            msg=msg,
-            namespace=self.namespace,
-            name=name,
-            fields=fields,
-        )
-        self.entries.append(rec)
-        return rec
-
-    def action(self, action: str, kind: str, name: str, **kw: Any) -> ActionRecord:
-        """Record a chaos or agent action."""
-        rec = ActionRecord(
-            seq=self._next_seq(), t=self.t, action=action, kind=kind, name=name, **kw
-        )
-        self.entries.append(rec)
-        return rec
-
-    def marker(self, label: str) -> Marker:
-        """Record a scenario marker."""
-        rec = Marker(seq=self._next_seq(), t=self.t, label=label)
-        self.entries.append(rec)
-        return rec
-
-    def period(self, kind: PeriodKind, edge: str, subject: str, reason: str = "") -> PeriodEdge:
-        """Record one end of a period of ``kind``."""
-        component = "operator" if kind.name == "operator-freeze" else "cluster"
-        rec = PeriodEdge(self._next_seq(), self.t, kind.name, edge, subject, reason, component)
-        self.entries.append(rec)
-        return rec
-
-    def history(self) -> History:
-        """The entries so far as a History."""
-        return History(self.entries)
-
-    # object factories ------------------------------------------------------
-
-    def pod(self, name: str, *, node: str, phase_label: str = "Idle", born: float = -300) -> Change:
-        """A pool CN pod, Running."""
-        return self.put(
-            "Pod",
-            name,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": self.namespace,
-                    "creationTimestamp": _iso(self.start + born),
-                    "labels": {PHASE_LABEL: phase_label, POOL_NAME_LABEL: "pool"},
-                    "managedFields": [{"manager": "kwok", "operation": "Update"}],
-                },
-                "spec": {"nodeName": node},
-                "status": {"phase": "Running"},
-            },
-        )
-
-    def claimset(self, name: str, *, replicas: int) -> Change:
-        """A CNClaimSet."""
-        return self.put(
-            "CNClaimSet",
-            name,
-            {
-                "apiVersion": API_VERSION,
-                "kind": "CNClaimSet",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {CLAIMSET_LABEL: name}},
-                    "template": {"metadata": {"labels": {CLAIMSET_LABEL: name}}, "spec": {}},
-                },
-            },
-        )
-
-    def claim(self, name: str, *, claimset: str) -> Change:
-        """A CNClaim as the claimset's scale-out creates it."""
-        return self.put(
-            "CNClaim",
-            name,
-            {
-                "apiVersion": API_VERSION,
-                "kind": "CNClaim",
-                "metadata": {
-                    "name": name,
-                    "namespace": self.namespace,
-                    "creationTimestamp": _iso(self.t),
-                    "labels": {CLAIMSET_LABEL: claimset, INSTANCE_ID_LABEL: name.lower()},
-                },
-                "spec": {"selector": {"matchLabels": {POOL_NAME_LABEL: "pool"}}},
-            },
-        )
-
-    def event(
-        self, name: str, *, claim: str, reason: str, message: str, type_: str = "Normal"
-    ) -> Change:
-        """A Kubernetes Event about a claim."""
-        return self.put(
-            "Event",
-            name,
-            {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "involvedObject": {"kind": "CNClaim", "name": claim, "namespace": self.namespace},
-                "reason": reason,
-                "message": message,
-                "type": type_,
-                "source": {"component": "cn-claim-manager"},
-                "count": 1,
-                "lastTimestamp": _iso(self.t),
-            },
-        )
+DATA = Path(__file__).resolve().parents[1] / "report" / "data"
 
 
 # --------------------------------------------------------------------------
@@ -282,18 +67,18 @@ def seed_race() -> tuple[History, ScenarioResult]:
     the operator relabels B for X and drains A; mo-chaos lowers S1 to 1 while A
     drains; scale-in picks X; X's Finalize skips B (Z holds it) 40 times, 2 s apart.
     """
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     b.at(0.0).marker("scenario")
     b.at(0.05)
     for pod, node in (("A", "node-1"), ("B", "node-2"), ("C", "node-3")):
-        b.pod(pod, node=node)
+        b.running_pod(pod, node=node)
     for offset, name, replicas in ((0.5, "S1", 2), (0.55, "S2", 1)):
-        created = b.at(offset).claimset(name, replicas=replicas)
+        created = b.at(offset).created_claimset(name, replicas=replicas)
         b.action("create", "CNClaimSet", name, params={"replicas": replicas}, write_rv=created.rv)
     b.at(0.8).log("scale claimset", "S1", desiredReplicas=2, updatedReplicas=0, outdatedReplicas=0)
-    b.claim("X", claimset="S1")
-    b.claim("Y", claimset="S1")
-    b.at(0.85).claim("Z", claimset="S2")
+    b.created_claim("X", claimset="S1")
+    b.created_claim("Y", claimset="S1")
+    b.at(0.85).created_claim("Z", claimset="S2")
     x_bound = _bind(b.at(1.0), "X", "A", "node-1")
     _bind(b.at(1.2), "Y", "C", "node-3")
     _bind(b.at(1.4), "Z", "B", "node-2")
@@ -500,7 +285,7 @@ SEED_TITLE = "scalein_during_migration — model:upstream"
 SEED_META = {
     "operator": "model:upstream (eb9b356)",
     "cluster": "local, Kubernetes v1.31.0",
-    "namespace": NAMESPACE,
+    "namespace": SEED_NAMESPACE,
     "verdict": "failed: finalizer-completes, no-label-residue, single-binding, "
     "scalein-skips-migrating, retry-budget, pod-claim-agreement",
 }

@@ -32,7 +32,7 @@ from mochaos.observe.vocabulary import (
     SYNCED,
 )
 
-from .builders import HistoryBuilder
+from support.builders import HistoryBuilder
 
 
 @dataclass

@@ -24,7 +24,7 @@ from mochaos.paths import state_dir
 from mochaos.report.junit import JUnitCase, read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
-CHILD = Path(__file__).resolve().parent / "child"
+CHILD = ROOT / "tests" / "safety" / "child"
 TIME_SCALE = "0.2"
 SHORT_SCENARIO = "test_pod_lost_while_bound"
 """The shortest suite scenario (pool, one claim, one pod deletion): ~25 s at --time-scale 0.2."""
