@@ -51,7 +51,7 @@ def test_each_test_folder_mirrors_a_unit_or_says_what_it_tests():
 
 def test_top_level_test_modules_mirror_top_level_modules():
     modules = {p.stem.removeprefix("test_") for p in TESTS.glob("test_*.py")}
-    assert modules - _units() - {"layers", "tree"} == set()
+    assert modules - _units() - {"layers", "tree", "tiers"} == set()
 
 
 def test_support_holds_helpers_and_no_tests():
