@@ -1,8 +1,10 @@
-"""Helpers of the safety tests: child pytest runs, their JUnit files, state files, processes.
+"""Child pytest runs of the tests (safety, scenario, interpose, operator), their state files,
+processes and private clusters.
 
 Most safety properties only show from outside: a child pytest is started (and
 interrupted, killed, or fed bad input) exactly as a user or CI would, and its
-exit status, JUnit file, state file and leftover processes are checked.
+exit status, JUnit file, state file and leftover processes are checked. The run itself is
+the product's (:mod:`mochaos.report.child_pytest`); here are the tests' defaults for it.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ import json
 import os
 import secrets
 import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ import pytest
 from mochaos.binaries import control_plane
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.paths import state_dir
-from mochaos.report.junit import JUnitCase, read_junit
+from mochaos.report import child_pytest
+from mochaos.report.child_pytest import ChildRun, reports_options, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = ROOT / "tests" / "safety" / "child"
@@ -41,45 +42,29 @@ def child_env(**extra: str) -> dict[str, str]:
     return env | extra
 
 
-def pytest_command(tmp_path: Path, *args: str) -> list[str]:
-    """``python -m pytest <args>`` with a JUnit file and reports folder under ``tmp_path``."""
+def child_args(tmp_path: Path, *args: str) -> list[str]:
+    """A child pytest's arguments: ``args`` with a JUnit file and reports folder under
+    ``tmp_path``, one scenario at a time unless a test asks for workers (a later -n wins)."""
     return [
-        # One scenario at a time unless a test asks for workers (a later -n wins).
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
-        "--time-scale", TIME_SCALE, "--junitxml", str(tmp_path / "junit.xml"),
-        "--mochaos-reports-dir", str(tmp_path / "reports"), *args,
+        "-p", "no:cacheprovider", "-q", "-n", "0", "--time-scale", TIME_SCALE,
+        *reports_options(tmp_path / "reports", tmp_path / "junit.xml"), *args,
     ]  # fmt: skip
 
 
-@dataclass
-class ChildRun:
-    """Exit status, JUnit cases and output of a finished child pytest."""
-
-    exit_code: int
-    cases: dict[str, JUnitCase]
-    output: str
-    reports: Path
-
-    def case(self, name: str) -> JUnitCase:
-        """The JUnit case called ``name``."""
-        assert name in self.cases, f"{name} not in {sorted(self.cases)}\n{self.output[-3000:]}"
-        return self.cases[name]
-
-    def run_dir(self) -> Path:
-        """The child run's report folder (reports/<run-id>)."""
-        return (self.reports / "latest").resolve()
+def pytest_command(tmp_path: Path, *args: str) -> list[str]:
+    """``python -m pytest`` with :func:`child_args`, for a test that starts it itself (to
+    interrupt or kill it)."""
+    return child_pytest.pytest_command(child_args(tmp_path, *args))
 
 
 def run_child(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
               timeout: float = 600) -> ChildRun:  # fmt: skip
-    """Run a child pytest to its end (see :func:`pytest_command`)."""
-    proc = subprocess.run(
-        pytest_command(tmp_path, *args), cwd=ROOT, env=env or child_env(),
-        capture_output=True, text=True, timeout=timeout,
+    """Run a child pytest to its end (see :func:`child_args`), its output captured."""
+    return run_pytest(
+        child_args(tmp_path, *args), reports_dir=tmp_path / "reports",
+        junit=tmp_path / "junit.xml", cwd=ROOT, env=env or child_env(), capture=True,
+        timeout=timeout,
     )  # fmt: skip
-    junit = tmp_path / "junit.xml"
-    cases = read_junit(junit) if junit.exists() else {}
-    return ChildRun(proc.returncode, cases, proc.stdout + proc.stderr, tmp_path / "reports")
 
 
 # -- state files and processes --------------------------------------------------------

@@ -43,9 +43,6 @@ E2E_AREAS = {
 }
 """Test folders (under tests/) whose every test is end to end."""
 
-E2E_FIXTURES = {"suites", "child"}
-"""Fixtures that run a child pytest (tests/suites, tests/safety conftests)."""
-
 INTEGRATION_FIXTURES = {
     # the plugin's (mochaos.fixtures): each reaches the cluster
     "cluster_provider",
@@ -70,7 +67,7 @@ INTEGRATION_FIXTURES = {
 CHILD_RUN = re.compile(
     r"""["']-m["'],\s*["'](?:pytest|mochaos)["']"""  # python -m pytest | mochaos <command>
     r"|\brunpytest_subprocess\("  # pytester's child pytest
-    r"|\brun_pytest\(|\brun_child\(|\brun_suites\("  # the child-run helper and its wrappers
+    r"|\brun_pytest\(|\bpytest_command\(|\brun_child\(|\brun_suites\("  # the child-run helper
 )
 """What in a test's source (or a helper of its module it uses) runs a child process end to end."""
 
@@ -98,7 +95,7 @@ def tier_of(item: pytest.Item) -> str:
         return "e2e"
     fixtures = set(getattr(item, "fixturenames", ()))
     source = _uses(item)
-    if fixtures & E2E_FIXTURES or CHILD_RUN.search(source):
+    if CHILD_RUN.search(source):
         return "e2e"
     if fixtures & INTEGRATION_FIXTURES or NEEDS_BUILDS.search(source):
         return "integration"
@@ -106,14 +103,15 @@ def tier_of(item: pytest.Item) -> str:
 
 
 def _uses(item: pytest.Item) -> str:
-    """The source of the test, of its module's ``pytestmark`` and of every helper of its
-    module it reaches by name (functions, fixtures, classes, names assigned at the top)."""
+    """The source of the test, of its module's ``pytestmark``, of the tests' own fixtures it
+    uses (its module's, the conftests'), and of every helper of its module it reaches by name
+    (functions, classes, names assigned at the top)."""
     function = getattr(item, "function", None)
     if function is None:
         return ""
     module = inspect.getmodule(function)
     helpers = _module_helpers(module.__file__) if module and module.__file__ else {}
-    texts = [_source(function), helpers.get("pytestmark", "")]
+    texts = [_source(function), helpers.get("pytestmark", ""), *_own_fixtures(item)]
     seen: set[str] = {"pytestmark"}
     todo = list(texts)
     while todo:
@@ -124,6 +122,22 @@ def _uses(item: pytest.Item) -> str:
                 texts.append(body)
                 todo.append(body)
     return "\n".join(texts)
+
+
+def _own_fixtures(item: pytest.Item) -> list[str]:
+    """The source of each fixture in the test's closure defined under tests/ (a conftest's
+    reaches the helpers beside it: their source is added too)."""
+    info = getattr(item, "_fixtureinfo", None)
+    texts: list[str] = []
+    for defs in info.name2fixturedefs.values() if info else ():
+        func = getattr(defs[-1], "func", None)
+        filename = inspect.getsourcefile(func) if func is not None else None
+        if not filename or not Path(filename).resolve().is_relative_to(TESTS):
+            continue
+        texts.append(_source(func))
+        if Path(filename).name == "conftest.py":
+            texts.extend(_module_helpers(filename).values())
+    return texts
 
 
 def _source(function: object) -> str:
