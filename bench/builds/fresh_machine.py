@@ -32,6 +32,7 @@ import figures
 
 from mochaos.errors import InfraError
 from mochaos.procs import TICKS, stat_fields
+from mochaos.report.child_pytest import pytest_command
 
 ROOT = Path(__file__).resolve().parents[2]
 DONE = re.compile(
@@ -114,8 +115,9 @@ def fresh_run(*, lanes: int, tmp_dir: Path | None, cold_modules: bool) -> dict[s
     }
     if cold_modules:
         env["GOMODCACHE"] = str(root / "gomodcache")
-    cmd = [sys.executable, "-m", "pytest", "suites/", "-k", "scalein_during_migration",
-           "-p", "no:cacheprovider", "--mochaos-reports-dir", str(root / "reports")]  # fmt: skip
+    # Its output is read line by line as it comes (what is built when): a Popen of its own.
+    cmd = pytest_command(["suites/", "-k", "scalein_during_migration", "-p", "no:cacheprovider",
+                          "--mochaos-reports-dir", str(root / "reports")])  # fmt: skip
     print(f"bench: lanes {lanes}: $ {' '.join(cmd[2:])} (in {root})", file=sys.stderr, flush=True)
     load = LoadSampler()
     cpu0 = children_cpu()

@@ -315,7 +315,9 @@ def cold_build(*, tmp_dir: Path | None) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = figures.Parser(prog="python bench/run.py cluster_start", description=__doc__.splitlines()[0])
+    p = figures.Parser(
+        prog="python bench/run.py cluster_start", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--name", default=BENCH_NAME, help=f"private cluster (default {BENCH_NAME})")
     p.add_argument("--nodes", type=int, default=DEFAULT_NODES, help="Ready nodes to wait for")
     p.add_argument("--repeat", type=int, default=5, help="cold and warm starts each (default 5)")

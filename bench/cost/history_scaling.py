@@ -70,7 +70,9 @@ def timed(work: Callable[[], None]) -> float:
 
 
 def _parser() -> figures.Parser:
-    p = figures.Parser(prog="python bench/run.py history_scaling", description=__doc__.splitlines()[0])
+    p = figures.Parser(
+        prog="python bench/run.py history_scaling", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--sizes", default="1000,10000,100000", help="entries per history")
     p.add_argument("--seed", type=int, default=17, help="seed of the synthetic histories")
     p.add_argument("--faults", type=float, default=0.02, help="how often the operator errs")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from figures import Parser, fmt, machine, median, ratio, table, write_figures
 from figures import run as run_bench
-from main_job import Run, run
+from speed.main_job import Run, run  # bench/ is on sys.path (bench/run.py)
 
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.interpose.interposer_build import NAME, binary

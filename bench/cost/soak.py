@@ -11,8 +11,6 @@ one run. Run: ``python bench/run.py soak --help``.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -20,8 +18,7 @@ from pathlib import Path
 
 import figures
 
-from mochaos.report.rundir import LATEST
-from mochaos.report.summary import SUMMARY_FILE
+from mochaos.report.child_pytest import run_pytest
 
 KEYWORD = "test_scalein_during_migration and not race and not sweep"
 TARGET_SHARE = 0.05
@@ -31,22 +28,18 @@ TARGET_SHARE = 0.05
 def one_run(index: int, *, out: Path, operator: str, keyword: str) -> dict[str, object]:
     """One child pytest session of the seed scenario; its monitor CPU and duration."""
     reports = out / f"run-{index:03d}"
-    cmd = [
-        sys.executable, "-m", "pytest", "--pyargs", "mochaos.suites", "-k", keyword,
-        "-n", "0", "-p", "no:cacheprovider", "--operator", operator,
-        "--mochaos-reports-dir", str(reports),
+    args = [
+        "--pyargs", "mochaos.suites", "-k", keyword, "-n", "0", "-p", "no:cacheprovider",
+        "--operator", operator, "--mochaos-reports-dir", str(reports),
     ]  # fmt: skip
-    t0 = time.monotonic()
-    with (out / f"run-{index:03d}.log").open("w") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
-    wall = time.monotonic() - t0
-    summary = reports / LATEST / SUMMARY_FILE
-    if not summary.exists():
-        return {"index": index, "exit": proc.returncode, "problem": "no summary", "wall": wall}
-    (test,) = json.loads(summary.read_text())["tests"]
+    child = run_pytest(args, reports_dir=reports, log=out / f"run-{index:03d}.log")
+    wall = child.seconds
+    if child.summary is None:
+        return {"index": index, "exit": child.exit_code, "problem": "no summary", "wall": wall}
+    (test,) = child.summary["tests"]
     return {
         "index": index,
-        "exit": proc.returncode,
+        "exit": child.exit_code,
         "outcome": test["outcome"],
         "duration": test["duration"],
         "monitor_cpu": test.get("monitor_cpu", 0.0),

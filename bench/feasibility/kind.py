@@ -28,6 +28,7 @@ import figures
 
 from mochaos.errors import UsageError
 from mochaos.operator.targets.source import ENV_SOURCE
+from mochaos.report.child_pytest import run_pytest
 
 REPO = figures.REPO
 PYTHON = sys.executable
@@ -184,16 +185,15 @@ def _bytes(text: str) -> int:
 
 def _suite(extra: Sequence[str], *, keyword: str, workers: int, reports: Path,
            log: Path) -> tuple[float, list[dict[str, Any]]]:  # fmt: skip
-    argv = [PYTHON, "-m", "pytest", "suites", "-k", keyword, "-n", str(workers), "-p",
-            "no:cacheprovider", "--mochaos-reports-dir", str(reports), *extra]  # fmt: skip
+    args = ["suites", "-k", keyword, "-n", str(workers), "-p", "no:cacheprovider",
+            "--mochaos-reports-dir", str(reports), *extra]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.setdefault("GONOSUMDB", "github.com/matrixorigin")
-    t0 = time.monotonic()
-    with log.open("ab") as fh:
-        subprocess.run(argv, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    took = time.monotonic() - t0
-    summary = json.loads((reports / "latest" / "summary.json").read_text())
-    return took, summary["tests"]
+    child = run_pytest(args, reports_dir=reports, cwd=REPO, env=env, python=PYTHON, log=log)
+    if child.summary is None:
+        why = f"{child.why_no_summary} (pytest exit {child.exit_code})"
+        raise SystemExit(f"bench: {why}; see {log}")
+    return child.seconds, child.summary["tests"]
 
 
 def _verdict(result: dict[str, Any]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +20,7 @@ from typing import Any
 import figures
 
 from mochaos.errors import InfraError, UsageError
+from mochaos.report.child_pytest import run_pytest
 from mochaos.report.rundir import LATEST, new_run_id
 from mochaos.report.summary import SUMMARY_FILE
 
@@ -114,16 +114,9 @@ def run_once(run: Run, *, time_scale: float, cluster: str, repo: Path) -> Run:
     args = pytest_args(
         target=run.target, time_scale=time_scale, cluster=cluster, reports_dir=reports_dir
     )
-    with (reports_dir / "pytest.log").open("w", encoding="utf-8") as log:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *args],
-            cwd=repo,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    run.exit_code = proc.returncode
-    if proc.returncode == PYTEST_NO_TESTS:
+    child = run_pytest(args, reports_dir=reports_dir, cwd=repo, log=reports_dir / "pytest.log")
+    run.exit_code = child.exit_code
+    if child.exit_code == PYTEST_NO_TESTS:
         run.problem = "no test matched (pytest exit 5)"
         return run
     return read_run(run)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import figures
 
+from mochaos.report.child_pytest import run_pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "test_scalein_during_migration.test_scalein_during_migration"
 FREEZER = ROOT / "tests" / "safety" / "child" / "freezer.py"
@@ -68,18 +70,20 @@ def main(argv: Sequence[str] | None = None) -> int:
              "--seconds", str(args.seconds), "--after", *map(str, args.after),
              "--out", str(freezes)],
         )  # fmt: skip
-    cmd = [sys.executable, "-m", "pytest", str(wrapper), "-p", "no:cacheprovider", "-q",
-           "-n", str(args.workers), "--operator", args.operator, "--basetemp",
-           str(work / "tmp"), "--mochaos-reports-dir", str(work / "reports")]  # fmt: skip
+    job = [str(wrapper), "-p", "no:cacheprovider", "-q", "-n", str(args.workers),
+           "--operator", args.operator, "--basetemp", str(work / "tmp"),
+           "--mochaos-reports-dir", str(work / "reports")]  # fmt: skip
     if args.operator.startswith("model:"):
-        cmd += ["--time-scale", args.time_scale]
+        job += ["--time-scale", args.time_scale]
     try:
-        subprocess.run(cmd, cwd=ROOT, check=False)
+        child = run_pytest(job, reports_dir=work / "reports", cwd=ROOT)
     finally:
         if freezer is not None:
             freezer.send_signal(signal.SIGTERM)
             freezer.wait(timeout=30)
-    summary = json.loads((work / "reports" / "latest" / "summary.json").read_text())
+    summary = child.summary
+    if summary is None:
+        raise SystemExit(f"bench: {child.why_no_summary} (pytest exit {child.exit_code})")
     outcomes = [t["outcome"] for t in summary["tests"]]
     frozen = [json.loads(ln) for ln in freezes.read_text().splitlines()] if freezes.exists() else []
     counts = Counter(outcomes)

@@ -33,6 +33,7 @@ import figures
 
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import History
+from mochaos.report.child_pytest import pytest_command, reports_options, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BURN = "while True: pass"
@@ -82,17 +83,16 @@ def run_session(index: int, *, out: Path, env: dict[str, str], workers: int, tim
                 seed: int, keyword: str | None) -> Path:  # fmt: skip
     """One pytest session of the suites; its run folder."""
     reports = out / f"reports-{index}"
-    cmd = [
-        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
+    args = [
+        "suites", "-p", "no:cacheprovider", "-q",
         "-n", str(workers), "--operator", "model:fixed", "--time-scale", str(time_scale),
-        "--chaos-seed", str(seed), "--mochaos-reports-dir", str(reports),
-        "--junitxml", str(out / f"junit-{index}.xml"), *(["-k", keyword] if keyword else []),
+        "--chaos-seed", str(seed), *reports_options(reports, out / f"junit-{index}.xml"),
+        *(["-k", keyword] if keyword else []),
     ]  # fmt: skip
-    print(f"bench: session {index}: $ {' '.join(cmd[2:])}", flush=True)
-    t0 = time.monotonic()
-    with (out / f"pytest-{index}.log").open("w") as log:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    print(f"bench: session {index}: exit {proc.returncode} in {time.monotonic() - t0:.0f}s")
+    print(f"bench: session {index}: $ {' '.join(pytest_command(args)[2:])}", flush=True)
+    child = run_pytest(args, reports_dir=reports, cwd=ROOT, env=env,
+                       log=out / f"pytest-{index}.log")  # fmt: skip
+    print(f"bench: session {index}: exit {child.exit_code} in {child.seconds:.0f}s")
     return (reports / "latest").resolve()
 
 

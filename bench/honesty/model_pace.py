@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import phases
 
 from mochaos.errors import UsageError
 from mochaos.observe.history import History
+from mochaos.report.child_pytest import pytest_command, run_pytest
 
 KEYWORD = "scalein_during_migration and not race and (not sweep or completed)"
 TOLERANCE = 0.25
@@ -36,16 +35,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_suites(target: str, keyword: str, reports: Path, *, seed: int, workers: str) -> float:
     """One child ``pytest suites/ -k <keyword>`` on ``target``; its wall seconds."""
-    cmd = [
-        sys.executable, "-m", "pytest", "suites/", "-k", keyword, "-n", workers,
-        "-p", "no:cacheprovider", "--chaos-seed", str(seed), "--operator", target,
-        "--mochaos-reports-dir", str(reports),
+    args = [
+        "suites/", "-k", keyword, "-n", workers, "-p", "no:cacheprovider",
+        "--chaos-seed", str(seed), "--operator", target, "--mochaos-reports-dir", str(reports),
     ]  # fmt: skip
-    print(f"bench: $ {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    with (reports.parent / f"{reports.name}.log").open("w") as log:
-        subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
-    return time.monotonic() - t0
+    print(f"bench: $ {' '.join(pytest_command(args)[2:])}", file=sys.stderr, flush=True)
+    log = reports.parent / f"{reports.name}.log"
+    return run_pytest(args, reports_dir=reports, cwd=ROOT, log=log).seconds
 
 
 def histories(reports: Path) -> dict[str, History]:

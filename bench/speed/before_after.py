@@ -22,12 +22,10 @@ and violated invariants, and the after/before ratios. Run: ``python bench/run.py
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from typing import Any
 import figures
 
 from mochaos.errors import UsageError
+from mochaos.report.child_pytest import pytest_command, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_K = "test_scalein_during_migration and not sweep and not race"
@@ -53,23 +52,22 @@ def job(args: Any, checkout: Path, python: str, label: str, out: Path) -> dict[s
         target = ["-k", "scalein_during_migration"]
     else:
         target = ["-k", SEED_K, "-n", "0", "--operator", f"source:{args.operator_src}@{args.rev}"]
-    cmd = [python, "-m", "pytest", "suites/", "-p", "no:cacheprovider", *target,
+    job = ["suites/", "-p", "no:cacheprovider", *target,
            "--chaos-seed", str(args.seed), "--mochaos-reports-dir", str(reports)]  # fmt: skip
     down = [python, "-m", "mochaos", "cluster", "down", "--name", name]
     subprocess.run(down, cwd=checkout, env=env, check=False, capture_output=True)
-    print(f"bench: {label}: $ {' '.join(cmd[1:])} (in {checkout})", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    with (out / f"pytest-{label}.log").open("w") as log:
-        proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
-    wall = time.monotonic() - t0
+    shown = " ".join(pytest_command(job, python)[1:])
+    print(f"bench: {label}: $ {shown} (in {checkout})", file=sys.stderr, flush=True)
+    child = run_pytest(job, reports_dir=reports, cwd=checkout, env=env, python=python,
+                       log=out / f"pytest-{label}.log")  # fmt: skip
+    wall = child.seconds
     subprocess.run(down, cwd=checkout, env=env, check=False, capture_output=True)
-    print(f"bench: {label}: {wall:.1f}s, exit {proc.returncode}", file=sys.stderr, flush=True)
-    summary = reports / "latest" / "summary.json"
-    tests = json.loads(summary.read_text())["tests"] if summary.exists() else []
+    print(f"bench: {label}: {wall:.1f}s, exit {child.exit_code}", file=sys.stderr, flush=True)
+    tests = child.summary["tests"] if child.summary is not None else []
     built = sorted(p.name for p in (cache / "bin").iterdir()) if args.fresh_cache else []
     return {
         "wall_s": wall,
-        "exit": proc.returncode,
+        "exit": child.exit_code,
         "built": built,
         "tests": {
             t["nodeid"].rsplit("::", 1)[-1]: {

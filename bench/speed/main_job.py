@@ -21,10 +21,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from mochaos.report.child_pytest import pytest_command, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,19 +66,17 @@ def run(mode: str, extra: list[str], *, out: Path, keyword: str, seed: int,
     """One run of ``pytest suites/ -k <keyword>`` with ``extra`` arguments, from ``cwd`` (a
     checkout: its ``mochaos`` is the one imported)."""
     reports = out / ("reports-" + re.sub(r"[^A-Za-z0-9]+", "-", mode).strip("-"))
-    cmd = [
-        sys.executable, "-m", "pytest", "suites/", "-k", keyword, "-p", "no:cacheprovider",
-        "--chaos-seed", str(seed), "--mochaos-reports-dir", str(reports), *extra,
+    args = [
+        "suites/", "-k", keyword, "-p", "no:cacheprovider", "--chaos-seed", str(seed),
+        "--mochaos-reports-dir", str(reports), *extra,
         *(["--operator", operator] if operator else []),
     ]  # fmt: skip
-    print(f"bench: $ {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    with reports.with_suffix(".log").open("w") as log:
-        proc = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, check=False)
-    seconds = time.monotonic() - t0
-    print(f"bench: {mode}: {seconds:.1f}s, exit {proc.returncode}", file=sys.stderr, flush=True)
-    found = verdicts(reports) if (reports / "latest" / "summary.json").exists() else {}
-    return Run(mode, seconds, proc.returncode, found)
+    print(f"bench: $ {' '.join(pytest_command(args)[2:])}", file=sys.stderr, flush=True)
+    child = run_pytest(args, reports_dir=reports, cwd=cwd, log=reports.with_suffix(".log"))
+    seconds = child.seconds
+    print(f"bench: {mode}: {seconds:.1f}s, exit {child.exit_code}", file=sys.stderr, flush=True)
+    found = verdicts(reports) if child.summary is not None else {}
+    return Run(mode, seconds, child.exit_code, found)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

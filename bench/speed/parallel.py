@@ -9,14 +9,13 @@ Run: ``python bench/run.py parallel --help``.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mochaos.report.child_pytest import pytest_command, reports_options, run_pytest
 from mochaos.report.junit import read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,21 +41,19 @@ def run_suites(workers: int, *, out: Path, operator: str, time_scale: float, see
                keyword: str | None) -> Run:  # fmt: skip
     """Run the suites once with ``workers`` xdist workers and time it."""
     junit = out / f"junit-n{workers}.xml"
-    cmd = [
-        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
+    reports = out / f"reports-n{workers}"
+    args = [
+        "suites", "-p", "no:cacheprovider", "-q",
         "-n", str(workers), "--operator", operator, "--time-scale", str(time_scale),
-        "--chaos-seed", str(seed), "--junitxml", str(junit),
-        "--mochaos-reports-dir", str(out / f"reports-n{workers}"),
+        "--chaos-seed", str(seed), *reports_options(reports, junit),
         *(["-k", keyword] if keyword else []),
     ]  # fmt: skip
-    print(f"bench: $ {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    with (out / f"pytest-n{workers}.log").open("w") as log:
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
-    seconds = time.monotonic() - t0
+    print(f"bench: $ {' '.join(pytest_command(args)[2:])}", file=sys.stderr, flush=True)
+    child = run_pytest(args, reports_dir=reports, cwd=ROOT, log=out / f"pytest-n{workers}.log")
+    seconds = child.seconds
     verdicts = read_verdicts(junit) if junit.exists() else {}
-    print(f"bench: -n {workers}: {seconds:.1f}s, exit {proc.returncode}", file=sys.stderr)
-    return Run(workers, seconds, proc.returncode, verdicts)
+    print(f"bench: -n {workers}: {seconds:.1f}s, exit {child.exit_code}", file=sys.stderr)
+    return Run(workers, seconds, child.exit_code, verdicts)
 
 
 def compare(serial: Run, parallel: Run) -> list[str]:

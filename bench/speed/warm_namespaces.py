@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import figures
 
 from mochaos.errors import UsageError
 from mochaos.observe.history import ActionRecord, History
+from mochaos.report.child_pytest import pytest_command, run_pytest
 
 SUITE = "suites/test_scalein_during_migration.py"
 CASES = (
@@ -41,16 +40,13 @@ START_PHASES = ("operator start",)
 
 def session(target: str, warm: int, reports: Path, *, cases: Sequence[str], seed: int) -> float:
     """One ``-n 0`` session of the cases, in their order; its wall seconds."""
-    cmd = [
-        sys.executable, "-m", "pytest", *cases, "-n", "0",
-        "-p", "no:cacheprovider", "--chaos-seed", str(seed), "--operator", target,
-        "--mochaos-warm-namespaces", str(warm), "--mochaos-reports-dir", str(reports),
+    args = [
+        *cases, "-n", "0", "-p", "no:cacheprovider", "--chaos-seed", str(seed),
+        "--operator", target, "--mochaos-warm-namespaces", str(warm),
+        "--mochaos-reports-dir", str(reports),
     ]  # fmt: skip
-    print(f"bench: $ {' '.join(cmd[2:])}", file=sys.stderr, flush=True)
-    t0 = time.monotonic()
-    with reports.with_suffix(".log").open("w") as log:
-        subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
-    return time.monotonic() - t0
+    print(f"bench: $ {' '.join(pytest_command(args)[2:])}", file=sys.stderr, flush=True)
+    return run_pytest(args, reports_dir=reports, cwd=ROOT, log=reports.with_suffix(".log")).seconds
 
 
 def to_first_fault(history: History) -> float | None:

@@ -1,4 +1,4 @@
-"""The invariant monitor accounts for the CPU it spends (bench/soak.py reads it)."""
+"""The invariant monitor accounts for the CPU it spends (bench/cost/soak.py reads it)."""
 
 from __future__ import annotations
 
