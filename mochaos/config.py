@@ -180,10 +180,10 @@ class Setting:
 PROVIDERS = ("local", "kind", "existing")
 DEFAULT_WORKERS = 6
 """Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
-of the sequential time with the same verdicts (bench/main_job.py)."""
+of the sequential time with the same verdicts (bench/speed/main_job.py)."""
 KIND_WORKERS = 2
 """Scenarios at once by default on kind, where each runs real MatrixOne pods (a namespace
-peaks at about 1.7 GB and half a core): docs/kind.md, "Figures" (bench/kind.py)."""
+peaks at about 1.7 GB and half a core): docs/kind.md, "Figures" (bench/feasibility/kind.py)."""
 
 
 def default_workers(cluster: str) -> int:
@@ -196,7 +196,8 @@ INTERPOSER_MODES = ("on", "off")
 """``--mochaos-interposer``: the operator through an interposer of its own, or direct."""
 WARM_NAMESPACES = 1
 """Namespaces a pytest process keeps ready for a real manager's next tests: one overlaps
-the ~40 s MatrixOne set-up of the next test with the current one (bench/warm_namespaces.py)."""
+the ~40 s MatrixOne set-up of the next test with the current one
+(bench/speed/warm_namespaces.py)."""
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("operator", "--operator", "operator target: model:<profile>, source:<dir>[@rev], "

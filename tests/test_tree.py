@@ -5,6 +5,7 @@ stands), but for Python's own: ``__init__.py`` and ``__main__.py``."""
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +17,7 @@ ACROSS = {
     "lab": "the lab's experiments beside the package (lab/: the trial of the operator's pods)",
     "packaging": "the built wheel",
     "safety": "crashes, kills and cleanup across the units",
+    "support": "no tests: the builders and stand-ins the tests share (as support.<module>)",
 }
 """Test folders that mirror no unit of mochaos/, and what they test instead."""
 
@@ -49,4 +51,34 @@ def test_each_test_folder_mirrors_a_unit_or_says_what_it_tests():
 
 def test_top_level_test_modules_mirror_top_level_modules():
     modules = {p.stem.removeprefix("test_") for p in TESTS.glob("test_*.py")}
-    assert modules - _units() - {"layers", "tree"} == set()
+    assert modules - _units() - {"layers", "tree", "tiers"} == set()
+
+
+def test_support_holds_helpers_and_no_tests():
+    support = TESTS / "support"
+    assert sorted(p.name for p in support.rglob("test_*.py")) == []
+    assert (support / "__init__.py").is_file()
+
+
+def _imported(path: Path) -> set[str]:
+    """The top-level names of the absolute imports of ``path``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_tests_share_helpers_through_support_only():
+    """A helper is imported as ``support.<module>``, or relatively within its own folder:
+    never by a test folder's name, which is a unit's name (``from invariants.builders``
+    reads as the product's ``mochaos.invariants``)."""
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir()} - {"support", "__pycache__"}
+    crossing = {
+        str(path.relative_to(ROOT)): sorted(_imported(path) & folders)
+        for path in [*TESTS.rglob("*.py"), *(ROOT / "bench").rglob("*.py")]
+        if _imported(path) & folders
+    }
+    assert crossing == {}

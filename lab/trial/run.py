@@ -7,7 +7,7 @@ every pod starts at once, as the operator's sets would once their dependencies a
 then the trial waits for SQL on a CN, holds sessions there with
 :class:`~mochaos.matrixone.sessions.SqlSessions` and reads them back from ``show
 processlist``, and measures each process's resident memory. It is what tests and
-``bench/matrixone_image.py`` run; it needs Docker and a matrixone-operator checkout.
+``bench/builds/matrixone_image.py`` run; it needs Docker and a matrixone-operator checkout.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from mochaos.tooling.progress_callback import Progress
 BUILD_LANES = 1
 """Components built at once by default. With 2, the first component (kubernetes, most of a
 cold build) gets a lane of its own and the others are built one after the other beside it.
-On 2 cores that is slower (bench/fresh_machine.py --lanes 1,2: 7 min 56 s against 7 min
+On 2 cores that is slower (bench/builds/fresh_machine.py --lanes 1,2: 7 min 56 s against 7 min
 08 s for one lane, docs/speed.md), so one lane is the default."""
 
 LOCK_TIMEOUT = 3600.0

@@ -8,11 +8,8 @@ inconclusive cases are counted apart and never become signatures.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -36,6 +33,7 @@ from mochaos.explore.points import extract
 from mochaos.explore.signatures import group, signature_of, size_key
 from mochaos.observe.history import History
 from mochaos.operator import parse_target
+from mochaos.report.child_pytest import PytestRunner, reports_options, run_pytest
 from mochaos.report.rundir import new_run_id
 from mochaos.report.summary import SUMMARY_FILE
 from mochaos.scenario import get_workload
@@ -44,8 +42,6 @@ from mochaos.shard import Shard, select
 TESTS = Path(__file__).resolve().parent / "test_explore.py"
 EXPLORATION_FILE = "exploration.json"
 REPORT_FILE = "exploration.html"
-
-PytestRunner = Callable[[list[str]], int]
 
 
 @dataclass
@@ -80,16 +76,12 @@ def in_shard(case_ids: list[str], shard: Shard | None) -> set[str]:
     return {tests[t] for t in select(list(tests), shard)}
 
 
-def _default_runner(args: list[str]) -> int:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], check=False).returncode
-
-
 class Explorer:
     """One invocation: its folder, its batches and the exploration it grows."""
 
     def __init__(self, settings: Settings, run_pytest: PytestRunner | None = None) -> None:
         self.s = settings
-        self._run_pytest = run_pytest or _default_runner
+        self._run_pytest = run_pytest
         self.folder = settings.out_root / f"explore-{new_run_id()}"
         self.folder.mkdir(parents=True)
         self._batches = 0
@@ -112,8 +104,11 @@ class Explorer:
         total = sum(runs.values())
         print(f"explore: {what}: {total} run(s) of {len(runs)} case(s) -> {batch_dir}", flush=True)
         started = time.monotonic()
-        code = self._run_pytest(self._pytest_args(path, batch_dir, total))
-        summary = _read_summary(batch_dir)
+        run = run_pytest(
+            self._pytest_args(path, batch_dir, total), reports_dir=batch_dir,
+            runner=self._run_pytest,
+        )  # fmt: skip
+        code, summary = run.exit_code, run.summary
         why = (f"no {SUMMARY_FILE} (pytest exit {code})" if summary is None
                else exits.unexplained(code, summary))  # fmt: skip
         if why:
@@ -148,8 +143,8 @@ class Explorer:
         workers = max(1, min(self.s.workers, total))
         return [
             str(TESTS), f"--operator={self.s.operator}", f"--mochaos-cluster={self.s.cluster}",
-            f"--mochaos-explore={batch}", "--mochaos-reports-dir", str(batch_dir),
-            "--junitxml", str(batch_dir / "junit.xml"), "--time-scale", str(self.s.time_scale),
+            f"--mochaos-explore={batch}", *reports_options(batch_dir),
+            "--time-scale", str(self.s.time_scale),
             "-n", str(workers if workers > 1 else 0), "-p", "no:cacheprovider", "-q",
             *self.s.extra_args,
         ]  # fmt: skip
@@ -233,14 +228,6 @@ class Explorer:
 
 def _param_id(nodeid: str) -> str:
     return nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
-
-
-def _read_summary(batch_dir: Path) -> dict[str, Any] | None:
-    path = batch_dir / "latest" / SUMMARY_FILE
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _run_of(test: dict[str, Any]) -> Run:

@@ -1,7 +1,7 @@
 """Every interval of the operator, in one place, multiplied by ``--time-scale``.
 
 The defaults are the operator's own (docs/operator-behaviour.md §1.2, §3, §7), each with its
-source line; bench/model_pace.py measures the phases they make next to the real manager's
+source line; bench/honesty/model_pace.py measures the phases they make next to the real manager's
 (docs/model-pacing.md). A scale F < 1 shrinks all of them alike so a test runs fast while
 keeping the same ordering of events; timestamps the model writes then carry sub-second
 precision so short intervals stay exact.

@@ -8,8 +8,6 @@ runs are counted apart and never counted as operator failures.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,9 +15,11 @@ from typing import Any
 
 from mochaos import exits
 from mochaos.errors import UsageError
+from mochaos.report import child_pytest
+from mochaos.report.child_pytest import PytestRunner, reports_options
 from mochaos.report.junit import merge_junit
 from mochaos.report.rundir import new_run_id
-from mochaos.report.summary import OUTCOMES, SUMMARY_FILE
+from mochaos.report.summary import OUTCOMES
 
 MISSING = "missing"
 
@@ -78,10 +78,6 @@ class ScenarioRecord:
         return data
 
 
-def _default_runner(args: list[str]) -> int:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], check=False).returncode
-
-
 def _pytest_args(
     *,
     suites: Path,
@@ -94,23 +90,8 @@ def _pytest_args(
     args = [str(suites), f"--operator={operator}", f"--mochaos-cluster={cluster}"]
     if keyword:
         args += ["-k", keyword]
-    args += [
-        "--mochaos-reports-dir",
-        str(reports_dir),
-        "--junitxml",
-        str(reports_dir / "junit.xml"),
-    ]
+    args += reports_options(reports_dir)
     return [*args, "-p", "no:cacheprovider", *extra_args]
-
-
-def _read_summary(reports_dir: Path) -> tuple[dict[str, Any] | None, str]:
-    path = reports_dir / "latest" / SUMMARY_FILE
-    if not path.is_file():
-        return None, f"no {SUMMARY_FILE} written"
-    try:
-        return json.loads(path.read_text(encoding="utf-8")), ""
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable {SUMMARY_FILE}: {exc}"
 
 
 def _run_problem(exit_code: int, summary: dict[str, Any] | None, why_missing: str) -> str:
@@ -204,7 +185,7 @@ def qualify(
     suites: Path,
     out_root: Path,
     extra_args: Sequence[str] = (),
-    run_pytest: Callable[[list[str]], int] | None = None,
+    run_pytest: PytestRunner | None = None,
     after_runs: Callable[[], dict[str, Any]] | None = None,
 ) -> int:
     """Run the suites ``repeat`` times and write the qualification report; return the exit code.
@@ -214,8 +195,8 @@ def qualify(
     (all runs merged). Exit codes (:mod:`mochaos.exits`): 0 every scenario passed every
     run; 1 the operator failed a scenario in some run; 3 broken or errored runs (and no
     operator failure); 6 inconclusive runs only; 2 no test matched ``-k`` or pytest
-    refused the arguments. ``run_pytest`` replaces
-    the ``python -m pytest`` subprocess (a test hook). ``after_runs`` sweeps the cluster
+    refused the arguments. ``run_pytest`` replaces the ``python -m pytest`` subprocess
+    (a test hook; mochaos.report.child_pytest runs each). ``after_runs`` sweeps the cluster
     once the runs ended (:func:`mochaos.operator.leftovers.sweep`, as a dict): its line is
     printed and reported, and leftovers make an otherwise passing qualification exit 3.
     """
@@ -223,7 +204,6 @@ def qualify(
         raise UsageError(f"--repeat must be at least 1, got {repeat}", hint="e.g. --repeat 3")
     if not suites.exists():
         raise UsageError(f"suites path {suites} does not exist", hint="pass e.g. suites/")
-    runner = run_pytest or _default_runner
     qdir = out_root / f"qual-{new_run_id()}"
     qdir.mkdir(parents=True)
     runs: list[RunRecord] = []
@@ -241,8 +221,8 @@ def qualify(
             reports_dir=reports_dir,
             extra_args=extra_args,
         )
-        exit_code = runner(args)
-        summary, why_missing = _read_summary(reports_dir)
+        run = child_pytest.run_pytest(args, reports_dir=reports_dir, runner=run_pytest)
+        exit_code, summary, why_missing = run.exit_code, run.summary, run.why_no_summary
         record = RunRecord(index=i, exit_code=exit_code, reports_dir=str(reports_dir))
         if summary is not None:
             record.counts = {o: int(n) for o, n in (summary.get("counts") or {}).items()}

@@ -2,7 +2,7 @@
 callers build once.
 
 The recipes are replaced by stand-ins that only note when they run, so these tests build
-nothing; the real recipes are exercised by every cold build (bench/cluster_start.py).
+nothing; the real recipes are exercised by every cold build (bench/cluster/cluster_start.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import yaml
 
 from mochaos import __version__
 from mochaos.report import build_history as history
+from mochaos.report.child_pytest import run_pytest
 from mochaos.report.junit import read_junit
 from mochaos.report.merge import verdict_table
 from mochaos.suites import SEED
@@ -167,12 +167,12 @@ def test_the_pull_request_workflow_merged_equals_one_run(tmp_path: Path):
 
     one = tmp_path / "one"
     env = dict(base_env(), **overrides)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "mochaos.suites", "-k", MAIN_JOB,
-         "--mochaos-reports-dir", str(one), "-p", "no:cacheprovider"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500,
+    run = run_pytest(
+        ["--pyargs", "mochaos.suites", "-k", MAIN_JOB, "--mochaos-reports-dir", str(one),
+         "-p", "no:cacheprovider"],
+        reports_dir=one, cwd=tmp_path, env=env, capture=True, timeout=1500,
     )  # fmt: skip
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert run.exit_code == 1, run.output[-6000:]
     merged_table, one_table = verdict_table(merged), verdict_table(one / "latest")
     own = {}
     for job in jobs[:2]:

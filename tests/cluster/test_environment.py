@@ -26,7 +26,7 @@ from mochaos.kruise import manager, module
 from mochaos.operator import parse_target
 from mochaos.procs import cmdline
 
-from polling import wait_until
+from support.polling import wait_until
 
 KRUISE = Environment(kruise=module.DEFAULT_VERSION)
 

@@ -9,7 +9,7 @@ import threading
 from mochaos.ctrl.informer import Informer
 from mochaos.ctrl.rest import PODS, Gone, Unreachable
 
-from scripted_kube import ScriptedKube, listed, obj
+from support.scripted_kube import ScriptedKube, listed, obj
 
 
 def _informer(lists, watches, *, handler=None):

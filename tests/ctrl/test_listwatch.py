@@ -11,7 +11,7 @@ import pytest
 from mochaos.ctrl.listwatch import ListWatch
 from mochaos.ctrl.rest import PODS, Gone, Unreachable
 
-from scripted_kube import ScriptedKube, Stream, listed, obj
+from support.scripted_kube import ScriptedKube, Stream, listed, obj
 
 
 def _run(lists, watches, *, known=None, last_rv=None, handle=None):

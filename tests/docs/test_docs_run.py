@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 import mochaos.invariants
-from docs.blocks import runnable_blocks
 from mochaos.cli import main
 from mochaos.invariants import registry
 from mochaos.observe.history import History, LogRecord
+from mochaos.report.child_pytest import run_pytest
+
+from .blocks import runnable_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {"scenario", "invariant", "invariant-test"}
@@ -47,15 +49,13 @@ def test_scenario_block_is_its_suite_module(block):
 @pytest.mark.parametrize("block", _blocks("scenario"))
 def test_scenario_block_passes_on_the_fixed_model(block, tmp_path):
     (tmp_path / "test_doc_block.py").write_text(block.code)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_doc_block.py", "-p", "no:cacheprovider",
-         "-n", "0", "--operator", "model:fixed", "--time-scale", TIME_SCALE,
-         "--mochaos-reports-dir", str(tmp_path / "reports")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    run = run_pytest(
+        ["test_doc_block.py", "-p", "no:cacheprovider", "-n", "0", "--operator", "model:fixed",
+         "--time-scale", TIME_SCALE, "--mochaos-reports-dir", str(tmp_path / "reports")],
+        reports_dir=tmp_path / "reports", cwd=tmp_path, capture=True, timeout=600,
     )  # fmt: skip
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-3000:]
-    assert " passed" in proc.stdout.strip().splitlines()[-1], output[-1500:]  # pytest's summary
+    assert run.exit_code == 0, run.output[-3000:]
+    assert " passed" in run.stdout.strip().splitlines()[-1], run.output[-1500:]  # its summary
 
 
 def _invariant_pairs():

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from polling import wait_until
+from support.polling import wait_until
 
 wait_for = partial(wait_until, timeout=20.0)

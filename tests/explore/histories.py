@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from invariants.builders import HistoryBuilder, bind
-
 from mochaos.explore.points import DRIVE_MARKER, ROLES_ACTION
 from mochaos.observe.history import History
+
+from support.builders import HistoryBuilder, bind
 
 ROLES = {
     "x": "migrating claim", "z": "holder claim", "a": "source pod", "b": "target pod",

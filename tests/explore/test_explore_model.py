@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mochaos.report.child_pytest import pytest_command
 from mochaos.report.junit import read_junit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,10 +70,10 @@ def test_the_pytest_entry_collects_one_test_per_case(tmp_path):
         workload="migration", target={"operator": "model:fixed"}, points=points,
         cases={c.id: c for c in cases},
     ).save(tmp_path / "exploration.json")  # fmt: skip
-    cmd = [
-        sys.executable, "-m", "pytest", "--pyargs", "mochaos.explore", "--collect-only", "-q",
+    cmd = pytest_command([
+        "--pyargs", "mochaos.explore", "--collect-only", "-q",
         f"--mochaos-explore={path}", "-p", "no:cacheprovider", "-n", "0",
-    ]  # fmt: skip
+    ])  # fmt: skip
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout
     assert "test_explore.py::test_explore[learn]" in out, out
     assert "test_explore.py::test_explore[p03-scale-in.migrating-set]" in out, out

@@ -24,6 +24,9 @@ def test_a_pod_point_gets_its_own_faults_those_of_the_claims_naming_it_and_the_o
         "delete-pod source pod",  # its label went in the same write: none to remove
         "scale-in migrating set", "scale-out migrating set", "delete-claim migrating claim",
         "restart", "kill", "pause",
+        # the interposer's, on the object the operator read
+        "hold-write source pod", "fail-write source pod", "stale-view source pod",
+        "unobserved source pod",
     ]  # fmt: skip
 
 
@@ -35,7 +38,10 @@ def test_the_seed_race_is_a_cell_of_the_default_matrix():
 
 def test_a_pool_pod_is_targeted_as_the_point_and_a_gone_object_gets_no_fault_of_its_own():
     created = [f.label for f in applicable(_point("pool pod: created"), ALL)]
-    assert created == ["delete-pod point", "restart", "kill", "pause"]  # Idle: no label
+    assert created == [
+        "delete-pod point", "restart", "kill", "pause",  # Idle: no label
+        "hold-write point", "fail-write point", "stale-view point", "unobserved point",
+    ]  # fmt: skip
     gone = [f.label for f in applicable(_point("pool pod: gone"), ALL)]
     assert gone == ["restart", "kill", "pause"]
 

@@ -23,7 +23,7 @@ from mochaos.images.archive import (
 )
 from mochaos.tooling.runner import RecordingRunner, SubprocessRunner
 
-from docker_skip import docker_or_skip
+from support.docker_skip import docker_or_skip
 
 CONFIG = ImageConfig(
     entrypoint=("/bin/tool", "-x"),

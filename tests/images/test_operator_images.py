@@ -12,7 +12,7 @@ import pytest
 from mochaos.images.operator_images import NONROOT, manager_image
 from mochaos.tooling.docker_cli import DockerCli
 
-from docker_skip import docker_or_skip
+from support.docker_skip import docker_or_skip
 
 PROGRAM = r"""
 #include <stdio.h>

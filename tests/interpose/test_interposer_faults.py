@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from safety.helpers import needs_binaries, run_child
-
 from mochaos.observe.history import History
+
+from support.child_runs import needs_binaries, run_child
 
 CHILD = Path(__file__).with_name("child") / "faults.py"
 

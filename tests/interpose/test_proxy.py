@@ -14,7 +14,7 @@ from mochaos.errors import InfraError, UsageError
 from mochaos.interpose.proxy import Interposer
 from mochaos.interpose.rules import Field, Rule
 
-from polling import wait_until
+from support.polling import wait_until
 
 CONFIGMAPS = "/api/v1/namespaces/{ns}/configmaps"
 

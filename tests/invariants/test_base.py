@@ -6,7 +6,7 @@ from mochaos.invariants import get
 from mochaos.invariants.base import Deadlines, feed
 from mochaos.invariants.facts import Facts
 
-from .builders import HistoryBuilder, bind, ticks
+from support.builders import HistoryBuilder, bind, ticks
 
 
 def test_obligation_is_due_only_after_its_deadline_and_stays_open():

@@ -12,9 +12,9 @@ from mochaos.invariants import ALL, IncrementalChecker, evaluate, get
 from mochaos.invariants.checker import moved
 from mochaos.observe.history import ActionRecord, Change, Entry, History
 
-from .builders import HistoryBuilder, bind, ticks
 from .design import DESIGN
-from .synthetic import synthetic
+from support.builders import HistoryBuilder, bind, ticks
+from support.synthetic import synthetic
 
 FAST = CheckOptions(
     finalize_timeout=12, retry_window=12, retry_budget=4, grace=4, migration_timeout=24,

@@ -4,7 +4,7 @@ from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate, get
 from mochaos.observe.history import OPERATOR_BLIND
 
-from .builders import HistoryBuilder
+from support.builders import HistoryBuilder
 
 INVARIANT = get("conflicts-resolve")
 OPTIONS = CheckOptions(conflict_budget=5)

@@ -11,7 +11,7 @@ from mochaos.ctrl.finalizers import (
 from mochaos.ctrl.objects import CLAIMSET_FINALIZER
 from mochaos.invariants import get
 
-from .builders import HistoryBuilder
+from support.builders import HistoryBuilder
 
 INVARIANT = get("every-finalizer-completes")
 OPTIONS = CheckOptions(grace=20)

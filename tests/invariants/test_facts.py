@@ -14,7 +14,7 @@ from mochaos.invariants.facts import (
     store_pod,
 )
 
-from .builders import HistoryBuilder, bind
+from support.builders import HistoryBuilder, bind
 
 
 def test_claim_fields_and_references():

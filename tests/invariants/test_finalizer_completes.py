@@ -4,7 +4,7 @@ from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import CLAIM_FINALIZER
 from mochaos.invariants import IncrementalChecker, evaluate, get
 
-from .builders import HistoryBuilder, bind
+from support.builders import HistoryBuilder, bind
 
 INVARIANT = get("finalizer-completes")
 OPTIONS = CheckOptions(finalize_timeout=60)

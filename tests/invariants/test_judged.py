@@ -27,7 +27,7 @@ from mochaos.observe.history import (
     PeriodEdge,
 )
 
-from .builders import HistoryBuilder, bind, ticks
+from support.builders import HistoryBuilder, bind, ticks
 
 OPTIONS = CheckOptions(converge_timeout=60)
 

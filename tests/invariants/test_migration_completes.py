@@ -3,7 +3,7 @@
 from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, evaluate, get
 
-from .builders import HistoryBuilder, bind, ticks
+from support.builders import HistoryBuilder, bind, ticks
 
 INVARIANT = get("migration-completes")
 OPTIONS = CheckOptions(migration_timeout=100)

@@ -1,12 +1,12 @@
-"""The invariant monitor accounts for the CPU it spends (bench/soak.py reads it)."""
+"""The invariant monitor accounts for the CPU it spends (bench/cost/soak.py reads it)."""
 
 from __future__ import annotations
 
 from mochaos.config import CheckOptions
 from mochaos.scenario._checker import Monitor
 
-from .synthetic import synthetic
-from journal_standin import RevealedJournal
+from support.journal_standin import RevealedJournal
+from support.synthetic import synthetic
 
 
 def test_the_monitor_counts_the_cpu_of_its_updates():

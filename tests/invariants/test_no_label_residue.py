@@ -3,7 +3,7 @@
 from mochaos.config import CheckOptions
 from mochaos.invariants import get
 
-from .builders import HistoryBuilder, bind, ticks
+from support.builders import HistoryBuilder, bind, ticks
 
 INVARIANT = get("no-label-residue")
 OPTIONS = CheckOptions(grace=15)

@@ -4,7 +4,7 @@ from mochaos.config import CheckOptions
 from mochaos.ctrl.objects import CLAIM_FINALIZER
 from mochaos.invariants import evaluate, get
 
-from .builders import HistoryBuilder, bind, ticks
+from support.builders import HistoryBuilder, bind, ticks
 
 INVARIANT = get("no-leaked-pods")
 OPTIONS = CheckOptions(finalize_timeout=60)

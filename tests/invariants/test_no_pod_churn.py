@@ -5,7 +5,7 @@ from mochaos.config import CheckOptions
 from mochaos.invariants import get
 from mochaos.observe.churn import churned_pods
 
-from .builders import HistoryBuilder
+from support.builders import HistoryBuilder
 
 INVARIANT = get("no-pod-churn")
 OPTIONS = CheckOptions(churn_budget=0, retry_window=60)

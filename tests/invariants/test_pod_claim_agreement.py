@@ -3,7 +3,7 @@
 from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate, get
 
-from .builders import HistoryBuilder, bind
+from support.builders import HistoryBuilder, bind
 
 INVARIANT = get("pod-claim-agreement")
 OPTIONS = CheckOptions()

@@ -13,8 +13,8 @@ from mochaos.invariants import ALL, evaluate, get, registry
 from mochaos.invariants.base import InvariantBase
 from mochaos.observe.history import History
 
-from .builders import HistoryBuilder, bind
 from .design import DESIGN
+from support.builders import HistoryBuilder, bind
 
 IDS = [invariant.id for invariant in ALL]
 PACKAGE = Path(registry.__file__).parent

@@ -4,7 +4,7 @@ from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, get
 from mochaos.observe.history import Change, History
 
-from .builders import HistoryBuilder, ticks
+from support.builders import HistoryBuilder, ticks
 
 INVARIANT = get("replicas-converge")
 OPTIONS = CheckOptions(converge_timeout=60)

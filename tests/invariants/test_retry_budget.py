@@ -5,7 +5,7 @@ from dataclasses import replace
 from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, get
 
-from .builders import HistoryBuilder
+from support.builders import HistoryBuilder
 
 INVARIANT = get("retry-budget")
 OPTIONS = CheckOptions(retry_budget=10, retry_window=60)

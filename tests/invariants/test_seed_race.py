@@ -10,8 +10,8 @@ migration completes, and the epilogue releases everything.
 from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate
 
-from .builders import HistoryBuilder, bind
 from .design import DESIGN
+from support.builders import HistoryBuilder, bind
 
 OPTIONS = CheckOptions(grace=15, migration_timeout=300)
 SEED_FAILURES = {

@@ -4,7 +4,7 @@ from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, get
 from mochaos.observe.history import ActionRecord
 
-from .builders import HistoryBuilder, bind
+from support.builders import HistoryBuilder, bind
 
 INVARIANT = get("single-binding")
 OPTIONS = CheckOptions()

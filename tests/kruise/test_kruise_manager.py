@@ -25,7 +25,7 @@ from mochaos.doubles import DoubleContext
 from mochaos.kruise import manager, module
 from mochaos.kube import Cluster
 
-from polling import wait_until
+from support.polling import wait_until
 
 wait = partial(wait_until, timeout=30.0)
 GROUP, VERSION, PLURAL = "apps.kruise.io", "v1alpha1", "clonesets"

@@ -10,7 +10,7 @@ from mochaos.observe.history import ApiCall, Delivery, History
 from mochaos.observe.interposed import JournalReader
 from mochaos.observe.recorder import Recorder
 
-from polling import wait_until
+from support.polling import wait_until
 
 REQUEST = {
     "type": "request", "seq": 5, "t": 100.5, "verb": "update", "method": "PUT",

@@ -11,7 +11,7 @@ import threading
 
 from mochaos.observe.periods import stopped, watch, watch_freezes
 
-from polling import wait_until
+from support.polling import wait_until
 
 
 def _recorder(marks: list[tuple[str, str, float]]):

@@ -13,7 +13,7 @@ from mochaos.ctrl.rest import PODS, ApiError, Unreachable
 from mochaos.errors import InfraError
 from mochaos.observe.recorder import Recorder
 
-from scripted_kube import ScriptedKube, listed
+from support.scripted_kube import ScriptedKube, listed
 
 
 def _recorder(*lists) -> Recorder:

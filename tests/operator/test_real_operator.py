@@ -9,10 +9,7 @@ scenario.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from contextlib import nullcontext
 from pathlib import Path
@@ -21,7 +18,7 @@ import pytest
 from filelock import FileLock
 
 from mochaos.operator.targets.source import ENV_SOURCE
-from mochaos.report.junit import read_junit
+from mochaos.report.child_pytest import reports_options, run_pytest
 from mochaos.suites import SEED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,10 +35,10 @@ def run_seed(tmp_path: Path, *target: str, host_port: bool = True) -> dict:
     """The seed scenario in a child pytest with the ``target`` options; its result.
     ``host_port``: the operator binds the host's webhook port (a manager run here, not in a
     kind node), so the runs take turns."""
-    junit = tmp_path / "junit.xml"
-    cmd = [
-        sys.executable, "-m", "pytest", "suites", "-k", SEED, "-n", "0", "-p", "no:cacheprovider",
-        *target, "--junitxml", str(junit), "--mochaos-reports-dir", str(tmp_path / "reports"),
+    junit, reports = tmp_path / "junit.xml", tmp_path / "reports"
+    args = [
+        "suites", "-k", SEED, "-n", "0", "-p", "no:cacheprovider", *target,
+        *reports_options(reports, junit),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.setdefault("GONOSUMDB", "github.com/matrixorigin")
@@ -50,13 +47,13 @@ def run_seed(tmp_path: Path, *target: str, host_port: bool = True) -> dict:
     # under xdist the runs take turns.
     lock = Path(tempfile.gettempdir()) / "mochaos-real-operator.lock"
     with FileLock(str(lock)) if host_port else nullcontext():
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    output = proc.stdout + proc.stderr
-    assert junit.exists(), output[-3000:]
-    (case,) = read_junit(junit).values()
-    assert case.outcome in ("passed", "failure"), (case, output[-3000:])
-    summary = json.loads((tmp_path / "reports" / "latest" / "summary.json").read_text())
-    (result,) = summary["tests"]
+        run = run_pytest(args, reports_dir=reports, junit=junit, cwd=ROOT, env=env, capture=True,
+                         timeout=1800)  # fmt: skip
+    assert junit.exists(), run.output[-3000:]
+    (case,) = run.cases.values()
+    assert case.outcome in ("passed", "failure"), (case, run.output[-3000:])
+    assert run.summary is not None, run.why_no_summary
+    (result,) = run.summary["tests"]
     return result
 
 
@@ -88,24 +85,25 @@ def test_the_real_managers_doubles_down_mid_scenario_are_never_its_verdict(tmp_p
     """The MatrixOne double and the workload controller stopped mid-scenario under PR #592's
     manager (which fails the seed on its own): an infrastructure error naming both, never
     "invariant violated"."""
-    from safety.helpers import CHILD, private_cluster_name, remove_private_cluster
+    from support.child_runs import CHILD, private_cluster_name, remove_private_cluster
 
     name = private_cluster_name()
-    cmd = [
-        sys.executable, "-m", "pytest", str(CHILD / "dependency_outage.py"), "-n", "0",
-        "-p", "no:cacheprovider", "--operator", f"source:{os.environ[ENV_SOURCE]}@{PR592}",
-        "--mochaos-reports-dir", str(tmp_path / "reports"),
+    reports = tmp_path / "reports"
+    args = [
+        str(CHILD / "dependency_outage.py"), "-n", "0", "-p", "no:cacheprovider",
+        "--operator", f"source:{os.environ[ENV_SOURCE]}@{PR592}",
+        "--mochaos-reports-dir", str(reports),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env |= {"MOCHAOS_CLUSTER_NAME": name, "GONOSUMDB": "github.com/matrixorigin"}
     try:
         with FileLock(str(Path(tempfile.gettempdir()) / "mochaos-real-operator.lock")):
-            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                                  timeout=1800)  # fmt: skip
+            run = run_pytest(args, reports_dir=reports, cwd=ROOT, env=env, capture=True,
+                             timeout=1800)  # fmt: skip
     finally:
         remove_private_cluster(name)
-    summary = json.loads((tmp_path / "reports" / "latest" / "summary.json").read_text())
-    (result,) = summary["tests"]
-    assert result["outcome"] == "error", (result["outcome"], proc.stdout[-3000:])
+    assert run.summary is not None, (run.why_no_summary, run.output[-3000:])
+    (result,) = run.summary["tests"]
+    assert result["outcome"] == "error", (result["outcome"], run.output[-3000:])
     assert "a dependency of the operator was unavailable" in result["message"]
     assert "matrixone for" in result["message"] and "kruise for" in result["message"]

@@ -36,6 +36,7 @@ def _engine_reason() -> str | None:
 
 
 pytestmark = [
+    pytest.mark.e2e,  # run_seed (test_real_operator.py) runs the suites in a child pytest
     pytest.mark.skipif(not os.environ.get(ENV_SOURCE), reason=f"{ENV_SOURCE} is unset"),
     pytest.mark.skipif(
         os.environ.get(E2E_ENV) != "1",

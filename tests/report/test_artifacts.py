@@ -7,9 +7,9 @@ import yaml
 from mochaos.observe.history import History
 from mochaos.report.artifacts import write_artifacts, write_timeline
 
-from .report_histories import NAMESPACE, HistoryBuilder
+from support.builders import SEED_NAMESPACE, HistoryBuilder
 
-OTHER = f"{NAMESPACE}-2"  # shares a prefix: must not leak into the slices
+OTHER = f"{SEED_NAMESPACE}-2"  # shares a prefix: must not leak into the slices
 
 
 def _items(path):
@@ -30,7 +30,7 @@ def test_a_passed_test_keeps_only_its_streamed_history_untouched(
         seed_result.verdicts,
         operator_log=None,
         audit_log=None,
-        namespace=NAMESPACE,
+        namespace=SEED_NAMESPACE,
         failed=False,
     )
     assert written == {"history": str(streamed)}
@@ -42,7 +42,7 @@ def test_a_passed_test_keeps_only_its_streamed_history_untouched(
 def test_without_a_streamed_history_none_is_listed_or_written(tmp_path, seed_history, seed_result):
     written = write_artifacts(
         tmp_path, seed_history, seed_result.verdicts, operator_log=None, audit_log=None,
-        namespace=NAMESPACE, failed=False,
+        namespace=SEED_NAMESPACE, failed=False,
     )  # fmt: skip
     assert written == {}
     assert list(tmp_path.iterdir()) == []
@@ -58,7 +58,7 @@ def test_a_failed_test_keeps_objects_at_the_first_violation_and_at_the_end(
         seed_result.verdicts,
         operator_log=tmp_path / "missing.log",
         audit_log=None,
-        namespace=NAMESPACE,
+        namespace=SEED_NAMESPACE,
         failed=True,
     )
     assert set(written) == {"history", "objects_at_violation", "objects_at_end", "events"}
@@ -79,9 +79,9 @@ def test_a_failed_test_keeps_objects_at_the_first_violation_and_at_the_end(
 
 
 def test_events_and_log_slices_keep_only_the_tests_namespace(tmp_path):
-    b = HistoryBuilder()
-    b.pod("A", node="n1")
-    b.claim("X", claimset="S1")
+    b = HistoryBuilder.recorded()
+    b.running_pod("A", node="n1")
+    b.created_claim("X", claimset="S1")
     b.event("X.1", claim="X", reason="FinalizeFail", message="boom", type_="Warning")
     b.event("X.1", claim="X", reason="FinalizeFail", message="boom again", type_="Warning")
     b.namespace = OTHER
@@ -90,11 +90,11 @@ def test_events_and_log_slices_keep_only_the_tests_namespace(tmp_path):
     operator_log.write_text(
         "\n".join(
             [
-                json.dumps({"msg": "finalize CNClaim", "namespace": NAMESPACE, "name": "X"}),
+                json.dumps({"msg": "finalize CNClaim", "namespace": SEED_NAMESPACE, "name": "X"}),
                 json.dumps({"msg": "finalize CNClaim", "namespace": OTHER, "name": "X"}),
                 json.dumps({"msg": "starting manager"}),
-                json.dumps({"msg": "reconcile", "request": f"{NAMESPACE}/X"}),
-                f"I1129 plain text line about {NAMESPACE}/X",
+                json.dumps({"msg": "reconcile", "request": f"{SEED_NAMESPACE}/X"}),
+                f"I1129 plain text line about {SEED_NAMESPACE}/X",
                 f"I1129 plain text line about {OTHER}/X",
             ]
         )
@@ -109,10 +109,10 @@ def test_events_and_log_slices_keep_only_the_tests_namespace(tmp_path):
     audit_log.write_text(
         "\n".join(
             [
-                audit(NAMESPACE, f"/apis/x/v1/namespaces/{NAMESPACE}/cnclaims/X"),
+                audit(SEED_NAMESPACE, f"/apis/x/v1/namespaces/{SEED_NAMESPACE}/cnclaims/X"),
                 audit(OTHER, f"/apis/x/v1/namespaces/{OTHER}/cnclaims/X"),
                 audit(None, "/api/v1/nodes"),
-                audit(None, f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1"),
+                audit(None, f"/api/v1/namespaces/{SEED_NAMESPACE}/pods?watch=1"),
                 "not json",
             ]
         )
@@ -124,22 +124,23 @@ def test_events_and_log_slices_keep_only_the_tests_namespace(tmp_path):
         [],
         operator_log=operator_log,
         audit_log=audit_log,
-        namespace=NAMESPACE,
+        namespace=SEED_NAMESPACE,
         failed=True,
     )
     assert "objects_at_violation" not in written  # failed without a recorded violation
     events = yaml.safe_load((tmp_path / "events.yaml").read_text())["items"]
     assert [(e["metadata"]["name"], e["message"]) for e in events] == [("X.1", "boom again")]
     kept = (tmp_path / "operator.log").read_text().splitlines()
-    assert kept[0] == json.dumps({"msg": "finalize CNClaim", "namespace": NAMESPACE, "name": "X"})
+    finalize = {"msg": "finalize CNClaim", "namespace": SEED_NAMESPACE, "name": "X"}
+    assert kept[0] == json.dumps(finalize)
     assert kept[1:] == [
-        json.dumps({"msg": "reconcile", "request": f"{NAMESPACE}/X"}),
-        f"I1129 plain text line about {NAMESPACE}/X",
+        json.dumps({"msg": "reconcile", "request": f"{SEED_NAMESPACE}/X"}),
+        f"I1129 plain text line about {SEED_NAMESPACE}/X",
     ]
     uris = [json.loads(line)["requestURI"] for line in (tmp_path / "audit.jsonl").open()]
     assert uris == [
-        f"/apis/x/v1/namespaces/{NAMESPACE}/cnclaims/X",
-        f"/api/v1/namespaces/{NAMESPACE}/pods?watch=1",
+        f"/apis/x/v1/namespaces/{SEED_NAMESPACE}/cnclaims/X",
+        f"/api/v1/namespaces/{SEED_NAMESPACE}/pods?watch=1",
     ]
     assert written["operator_log"] == str(tmp_path / "operator.log")
     assert written["audit_log"] == str(tmp_path / "audit.jsonl")

@@ -6,13 +6,13 @@ from mochaos.ctrl.objects import PHASE_LABEL
 from mochaos.report.html import build_lanes, render_html
 
 from .browser import chromium, needs_chromium
-from .report_histories import HistoryBuilder
+from support.builders import HistoryBuilder
 
 
 def test_lanes_follow_claim_state_and_pod_phase_label():
-    b = HistoryBuilder()
-    b.pod("A", node="n1")
-    b.claim("X", claimset="S1")
+    b = HistoryBuilder.recorded()
+    b.running_pod("A", node="n1")
+    b.created_claim("X", claimset="S1")
     b.at(1).edit(
         "CNClaim", "X", lambda o: o.update(status={"phase": "Bound"}, spec={"podName": "A"})
     )

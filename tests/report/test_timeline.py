@@ -12,7 +12,7 @@ from mochaos.observe.history import APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATO
 from mochaos.report.result import ScenarioResult
 from mochaos.report.timeline import build_rows, render_markdown
 
-from .report_histories import HistoryBuilder
+from support.builders import HistoryBuilder
 
 DATA = Path(__file__).with_name("data")
 
@@ -22,9 +22,9 @@ def _events(rows, obj=None):
 
 
 def _bound_claim(b: HistoryBuilder, claim="X", pod="A"):
-    b.pod(pod, node="n1")
-    b.claimset("S1", replicas=1)
-    b.claim(claim, claimset="S1")
+    b.running_pod(pod, node="n1")
+    b.created_claimset("S1", replicas=1)
+    b.created_claim(claim, claimset="S1")
     b.edit("Pod", pod, lambda o: o["metadata"]["labels"].update({PHASE_LABEL: "Bound"}))
     b.edit("CNClaim", claim, lambda o: o["spec"].update(podName=pod))
     b.edit("CNClaim", claim, lambda o: o.update(status={"phase": "Bound"}))
@@ -36,7 +36,7 @@ def _bound_claim(b: HistoryBuilder, claim="X", pod="A"):
 
 
 def test_object_changes_become_semantic_events():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     b.at(1).edit("Pod", "A", lambda o: o["metadata"]["labels"].update({CLAIMED_BY_LABEL: "X"}))
     b.at(2).edit(
@@ -68,7 +68,7 @@ def test_object_changes_become_semantic_events():
 
 
 def test_noise_changes_make_no_rows():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     before = len(build_rows(b.history(), []))
     b.at(1).edit("Pod", "A", lambda o: o["status"].update(conditions=[{"lastProbeTime": "t"}]))
@@ -85,7 +85,7 @@ def test_noise_changes_make_no_rows():
 
 
 def test_our_write_appears_once_as_the_action_row():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     scaled = b.at(2).edit("CNClaimSet", "S1", lambda o: o["spec"].update(replicas=3))
     b.action(
@@ -108,7 +108,7 @@ def test_our_write_appears_once_as_the_action_row():
 
 def test_a_write_that_changed_nothing_does_not_hide_the_change_it_points_at():
     """A no-op patch gets back the current rv, which belongs to the operator's own change."""
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     deleting = b.at(2).edit("CNClaim", "X", lambda o: o["metadata"].update(deletionTimestamp="t"))
     b.action(
@@ -125,7 +125,7 @@ def test_a_write_that_changed_nothing_does_not_hide_the_change_it_points_at():
 
 
 def test_agent_retries_condense_and_split_at_the_claims_deletion():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     for offset in (5, 10, 15):
         b.at(offset).action(
@@ -154,7 +154,7 @@ def test_agent_retries_condense_and_split_at_the_claims_deletion():
 
 
 def test_finalize_lines_of_one_claim_collapse_into_one_row_despite_interleaving():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     _bound_claim(b, claim="Z", pod="B")
     for k in range(5):
@@ -180,7 +180,7 @@ def test_finalize_lines_of_one_claim_collapse_into_one_row_despite_interleaving(
 
 
 def test_log_lines_keep_their_key_fields():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     b.at(1).log("CN bind success", "X", **{"claimed CN": {"metadata": {"name": "A"}}})
     b.at(2).log("migrate claimed pod", "X", source="A", target="B")
@@ -206,7 +206,7 @@ def test_log_lines_keep_their_key_fields():
 def test_a_library_loggers_name_is_not_taken_for_a_claim():
     # MatrixOne's clients inside the real operator log `name: hakeeper-client-backend` and no
     # namespace; a reconcile line names its namespace and object.
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     b.namespace = ""
     b.at(1).log("read loop stopped", "hakeeper-client-backend", level="error", error="EOF")
@@ -226,7 +226,7 @@ def test_a_library_loggers_name_is_not_taken_for_a_claim():
 
 
 def test_first_violation_of_each_failed_invariant_gets_a_row_after_its_entry():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     relabel = b.at(3).edit(
         "Pod", "A", lambda o: o["metadata"]["labels"].update({CLAIMED_BY_LABEL: "Q"})
@@ -279,7 +279,7 @@ def test_seed_race_reads_like_the_bug_report(seed_history, seed_result):
 
 
 def test_markdown_marks_actions_and_violations_and_escapes_cells():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     b.at(1).action("remove_label", "Pod", "A", params={"key": "a|b"})
     rows = build_rows(b.history(), [Verdict("x", "fail", note="bad")])
@@ -325,7 +325,7 @@ def test_golden_cases_exist():
 
 
 def test_the_real_operators_object_reference_names_the_bound_pod():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     _bound_claim(b)
     ref = {"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "A"}
     b.at(1).log("CN bind success", "X", **{"claimed CN": ref})
@@ -334,7 +334,7 @@ def test_the_real_operators_object_reference_names_the_bound_pod():
 
 
 def test_the_pause_faults_window_shows_from_the_freeze_period():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     b.at(10).action("pause_operator", "Operator", "operator", params={"seconds": 5.0},
                     fault="pause")  # fmt: skip
     b.at(10.1).period(OPERATOR_FREEZE, "start", "42", "SIGSTOP")
@@ -348,7 +348,7 @@ def test_the_pause_faults_window_shows_from_the_freeze_period():
 
 
 def test_each_end_of_a_period_is_a_row_in_its_kinds_words():
-    b = HistoryBuilder()
+    b = HistoryBuilder.recorded()
     b.at(1).period(APISERVER_OUTAGE, "start", "apiserver")
     b.at(2).period(DEPENDENCY_OUTAGE, "start", "matrixone", "not running")
     b.at(5.5).period(APISERVER_OUTAGE, "end", "apiserver")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import ChildRun, private_cluster_name, remove_private_cluster, run_child
+from support.child_runs import ChildRun, private_cluster_name, remove_private_cluster, run_child
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import APISERVER_OUTAGE, History, Marker
 from mochaos.observe.recorder import CLUSTER_COMPONENT
 
-from .helpers import CHILD, child_env, needs_binaries
+from support.child_runs import CHILD, child_env, needs_binaries
 
 SCENARIO = "test_apiserver_outage_mid_scenario"
 OUTAGE = 30.0

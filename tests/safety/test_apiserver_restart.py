@@ -18,7 +18,7 @@ from mochaos.ctrl.objects import SESSIONS_ANNOTATION
 from mochaos.errors import InfraError, UsageError
 from mochaos.observe.history import ActionRecord, Change, History, Marker
 
-from .helpers import CHILD, child_env, needs_binaries, private_cluster_name
+from support.child_runs import CHILD, child_env, needs_binaries, private_cluster_name
 
 SCENARIO = "test_apiserver_restart_mid_scenario"
 

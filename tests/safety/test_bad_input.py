@@ -25,7 +25,7 @@ from mochaos.operator.runtime.process import OperatorProcess
 from mochaos.operator.target import Waits
 from mochaos.procs import cmdline
 
-from .helpers import (
+from support.child_runs import (
     ROOT,
     SHORT_SCENARIO,
     ChildRun,
@@ -34,7 +34,7 @@ from .helpers import (
     private_cluster_name,
     remove_private_cluster,
 )
-from polling import wait_until
+from support.polling import wait_until
 
 USAGE = "mo-chaos usage error in phase '"
 INFRA = "mo-chaos infrastructure error in phase '"

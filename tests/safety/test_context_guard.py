@@ -20,7 +20,7 @@ import yaml
 
 from mochaos.cluster.local.local_provider import LocalProvider
 
-from .helpers import (
+from support.child_runs import (
     SHORT_SCENARIO,
     child_env,
     needs_binaries,

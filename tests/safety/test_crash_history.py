@@ -22,7 +22,7 @@ from mochaos.invariants import evaluate
 from mochaos.observe.history import History
 from mochaos.observe.stream import FLUSH_PERIOD
 
-from .helpers import (
+from support.child_runs import (
     ROOT,
     TIME_SCALE,
     child_env,
@@ -30,7 +30,7 @@ from .helpers import (
     pytest_command,
     read_state,
 )
-from polling import wait_until
+from support.polling import wait_until
 
 pytestmark = needs_binaries
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from mochaos.observe.history import History, Marker, PeriodEdge
 
-from .helpers import CHILD, child_env, needs_binaries
+from support.child_runs import CHILD, child_env, needs_binaries
 
 SCENARIO = "test_dependencies_down_mid_scenario"
 

@@ -16,8 +16,8 @@ import pytest
 
 from mochaos.procs import stat_fields
 
-from .helpers import CHILD, ROOT
-from polling import wait_until
+from support.child_runs import CHILD, ROOT
+from support.polling import wait_until
 
 SLEEP = shutil.which("sleep")
 LATE_EXEC = (

@@ -15,7 +15,7 @@ from typing import Any
 from mochaos.cluster.local.supervisor import KUBECONFIG_FILE
 from mochaos.observe.history import OPERATOR_FREEZE, History
 
-from .helpers import CHILD, ROOT, child_env, needs_binaries, run_child
+from support.child_runs import CHILD, ROOT, child_env, needs_binaries, run_child
 
 RUNS = 10
 """As many as ``child/seed_runs.py`` has."""

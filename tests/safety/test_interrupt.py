@@ -19,7 +19,7 @@ from kubernetes.client.rest import ApiException
 from mochaos.ctrl.objects import GROUP, RUN_ID_LABEL, VERSION
 from mochaos.procs import cmdline
 
-from .helpers import (
+from support.child_runs import (
     CHILD,
     ROOT,
     SHORT_SCENARIO,
@@ -30,7 +30,7 @@ from .helpers import (
     run_child,
     state_file,
 )
-from polling import wait_until
+from support.polling import wait_until
 
 pytestmark = needs_binaries
 

@@ -27,7 +27,7 @@ from mochaos.operator.webhooks.host import spawn
 from mochaos.paths import state_dir
 from mochaos.procs import start_time
 
-from .helpers import (
+from support.child_runs import (
     ROOT,
     child_env,
     dead_pid,
@@ -35,7 +35,7 @@ from .helpers import (
     private_cluster_name,
     remove_private_cluster,
 )
-from polling import wait_until
+from support.polling import wait_until
 
 pytestmark = needs_binaries
 CLONESETS = "clonesets.apps.kruise.io"

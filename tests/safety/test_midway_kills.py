@@ -29,7 +29,7 @@ from mochaos.report.result import ScenarioResult
 from mochaos.report.summary import write_result
 
 from .child.stuck_teardown import HOLD, held_pod
-from .helpers import (
+from support.child_runs import (
     CHILD,
     ROOT,
     child_env,
@@ -39,7 +39,7 @@ from .helpers import (
     read_state,
     run_child,
 )
-from polling import wait_until
+from support.polling import wait_until
 
 pytestmark = needs_binaries
 

@@ -12,7 +12,7 @@ import json
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.observe.history import History
 
-from .helpers import child_env, needs_binaries
+from support.child_runs import child_env, needs_binaries
 
 SCENARIOS = ("test_pod_lost_while_bound", "test_label_removed_then_pod_deleted")
 
@@ -24,7 +24,7 @@ def test_two_workers_share_one_cluster_started_once(child, private_cluster, tmp_
     run = child("suites", "-n", "2", "-k", " or ".join(SCENARIOS), "--operator", "model:fixed",
                 f"--basetemp={basetemp}", env=env)  # fmt: skip
     # Both ran to a verdict (a scenario's own race may end inconclusive under load; the
-    # verdicts' stability under -n 2 is bench/parallel.py's measure).
+    # verdicts' stability under -n 2 is bench/speed/parallel.py's measure).
     for name in SCENARIOS:
         assert run.case(name).outcome != "error", (run.case(name), run.output[-3000:])
 

@@ -22,8 +22,8 @@ from mochaos import namespaces, runstate
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.procs import cmdline
 
-from .helpers import dead_pid
-from polling import wait_until
+from support.child_runs import dead_pid
+from support.polling import wait_until
 
 
 @pytest.fixture

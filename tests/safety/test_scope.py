@@ -19,7 +19,7 @@ from mochaos.scenario._gate import Gate
 from mochaos.scenario._topology import cn_claim
 from mochaos.scenario._writes import CHAOS, ScopeError, Writes
 
-from .helpers import needs_binaries
+from support.child_runs import needs_binaries
 
 LABELLED_SCENARIO = "test_double_binding_during_migration"
 """A scenario creating every kind: a pool (its pods), a claim set (its claims), a claim."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from .child.setup_inconclusive import REASON
-from .helpers import CHILD, needs_binaries
+from support.child_runs import CHILD, needs_binaries
 
 
 @needs_binaries

@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from invariants.builders import HistoryBuilder
 
 from mochaos.ctrl.listwatch import Event
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL, labels_of
@@ -19,7 +18,8 @@ from mochaos.scenario import named
 from mochaos.scenario._agent import UnitAgent
 from mochaos.scenario._gate import Fired, Gate
 
-from writes_standin import at_rv, scripted_writes
+from support.builders import HistoryBuilder
+from support.writes_standin import at_rv, scripted_writes
 
 LABELLED = named(
     "pod b is labelled",

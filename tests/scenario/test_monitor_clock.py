@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import time
 
-from invariants.builders import HistoryBuilder, bind
-
 from mochaos.config import CheckOptions
 from mochaos.observe.history import APISERVER_OUTAGE, DEPENDENCY_OUTAGE, PeriodKind
 from mochaos.scenario._checker import Monitor
 
-from journal_standin import RevealedJournal
+from support.builders import HistoryBuilder, bind
+from support.journal_standin import RevealedJournal
 
 
 def _deleted_65s_ago(

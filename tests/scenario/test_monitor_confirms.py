@@ -12,7 +12,6 @@ import logging
 import time
 
 import pytest
-from invariants.builders import HistoryBuilder, bind
 
 from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate
@@ -21,7 +20,8 @@ from mochaos.observe.history import History, Marker
 from mochaos.scenario import _checker as checker
 from mochaos.scenario._checker import Monitor
 
-from journal_standin import RevealedJournal
+from support.builders import HistoryBuilder, bind
+from support.journal_standin import RevealedJournal
 
 OPTIONS = CheckOptions(finalize_timeout=60)
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from invariants.builders import HistoryBuilder, ticks
 
 from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive, InfraError
 from mochaos.observe.history import DEPENDENCY_OUTAGE, OPERATOR_FREEZE, History, State
 from mochaos.scenario._checker import Checker, RunInfo, not_the_operators
 from mochaos.scenario._triggers import RecorderTriggers
+
+from support.builders import HistoryBuilder, ticks
 
 OPTIONS = CheckOptions(converge_timeout=60)
 

@@ -13,7 +13,6 @@ import time
 from dataclasses import replace
 
 import pytest
-from invariants.builders import HistoryBuilder
 
 from mochaos.config import CheckOptions
 from mochaos.ctrl.rest import Kube
@@ -24,6 +23,8 @@ from mochaos.scenario._checker import Checker, RunInfo
 from mochaos.scenario._gate import Gate
 from mochaos.scenario._topology import BIND_REQUEUE, SYNC_QUIET, Topology
 from mochaos.scenario._writes import CHAOS, Writes
+
+from support.builders import HistoryBuilder
 
 OPTIONS = CheckOptions(finalize_timeout=2.0, retry_window=2.0, grace=0.5)
 QUIET = 0.3

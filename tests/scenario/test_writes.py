@@ -13,7 +13,7 @@ from mochaos.errors import Inconclusive, InfraError, UsageError
 from mochaos.faults import delete_pod, kill_operator, remove_label, scale_claimset, scale_in
 from mochaos.observe.history import Change, State
 
-from writes_standin import at_rv, scripted_writes
+from support.writes_standin import at_rv, scripted_writes
 
 
 def test_the_intent_is_recorded_before_the_write_and_completed_after():

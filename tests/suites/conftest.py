@@ -2,48 +2,26 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from mochaos.report.junit import JUnitCase, read_junit
+from mochaos.report.child_pytest import ChildRun, reports_options, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME_SCALE = "0.2"
 """The model's intervals shrunk 5×, so a scenario takes seconds instead of minutes."""
 
 
-@dataclass
-class SuiteRun:
-    """Exit status, JUnit cases and report folder of one child pytest run."""
-
-    exit_code: int
-    cases: dict[str, JUnitCase]
-    reports: Path
-    output: str
-
-    def case(self, name: str) -> JUnitCase:
-        """The case whose name is ``name`` (the test function name with parameters)."""
-        assert name in self.cases, f"{name} not in {sorted(self.cases)}\n{self.output[-3000:]}"
-        return self.cases[name]
-
-
-def run_suites(tmp_path: Path, *args: str) -> SuiteRun:
+def run_suites(tmp_path: Path, *args: str) -> ChildRun:
     """``pytest suites/ <args>`` in a child process with the shrunk time scale."""
-    junit = tmp_path / "junit.xml"
     reports = tmp_path / "reports"
-    cmd = [
-        sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-n", "0",
-        "--time-scale", TIME_SCALE, "--junitxml", str(junit), "--mochaos-reports-dir", str(reports),
-        *args,
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    output = proc.stdout + proc.stderr
-    cases = read_junit(junit) if junit.exists() else {}
-    return SuiteRun(proc.returncode, cases, reports, output)
+    args = (
+        "suites", "-p", "no:cacheprovider", "-n", "0", "--time-scale", TIME_SCALE,
+        *reports_options(reports, tmp_path / "junit.xml"), *args,
+    )  # fmt: skip
+    return run_pytest(args, reports_dir=reports, junit=tmp_path / "junit.xml", cwd=ROOT,
+                      capture=True, timeout=900)  # fmt: skip
 
 
 @pytest.fixture

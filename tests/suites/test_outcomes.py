@@ -53,7 +53,7 @@ def test_seed_on_upstream_fails_with_the_bug_report_violations(suites):
          and k != "retries.finalize.max"),
         key=lambda c: int(props[f"retries.finalize.{c}"]),
     )  # fmt: skip
-    folder = _test_folder(run.reports, "test_scalein_during_migration")
+    folder = _test_folder(run.reports_dir, "test_scalein_during_migration")
     history = History.from_jsonl(folder / "history.jsonl")
     assert _max_in_window(history, "finalize CNClaim", stuck, WINDOW) >= 20
     # The failure message's first line names invariants, bugs and retry counts; the next

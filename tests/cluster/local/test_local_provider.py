@@ -23,7 +23,7 @@ from mochaos.ctrl.listwatch import Event, ListWatch
 from mochaos.ctrl.rest import Kind, Kube
 from mochaos.procs import start_time
 
-from polling import wait_until
+from support.polling import wait_until
 
 PROBE_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

@@ -34,7 +34,7 @@ from mochaos.errors import UsageError
 from mochaos.kube import api_client
 from mochaos.procs import cmdline
 
-from polling import wait_until
+from support.polling import wait_until
 
 pytestmark = pytest.mark.skipif(not control_plane.all_built(), reason="local binaries not built")
 

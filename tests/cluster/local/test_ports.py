@@ -15,7 +15,7 @@ from mochaos.cluster.local import ports
 from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.procs import port_in_use
 
-from polling import wait_until
+from support.polling import wait_until
 
 needs_binaries = pytest.mark.skipif(
     not control_plane.all_built(), reason="local binaries not built"

@@ -19,7 +19,7 @@ from mochaos.binaries import control_plane
 from mochaos.binaries import kwok_stages as module_stages
 from mochaos.cluster.local import stages as kwok_stages
 
-from polling import wait_until
+from support.polling import wait_until
 
 wait = partial(wait_until, timeout=20.0)
 GATE = "example.mochaos.io/gate"

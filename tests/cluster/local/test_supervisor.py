@@ -20,7 +20,7 @@ from mochaos.cluster.local.processes import ProcessSpec, read_pid, runs, spawn, 
 from mochaos.cluster.local.supervisor import Supervision, Supervisor, backoff, describe_exit
 from mochaos.procs import cmdline
 
-import polling
+from support import polling
 
 wait_until = partial(polling.wait_until, timeout=10.0)
 

@@ -15,7 +15,7 @@ import pytest
 
 from mochaos.operator.provenance.checkout import resolve
 
-from docker_skip import docker_or_skip
+from support.docker_skip import docker_or_skip
 from trial.run import HELD, TrialResult, run_trial
 
 MAIN = "2301e3b"

@@ -10,7 +10,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from mochaos.errors import InfraError, UsageError
 from mochaos.operator.provenance import checkout as co
 from mochaos.operator.provenance import git_source as gs
 from mochaos.operator.targets import source as source_target
+from mochaos.report.child_pytest import pytest_command
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -187,8 +187,8 @@ def test_the_url_form_is_the_same_target_as_the_directory_form(origin: Origin):
 
 
 def _collect(tmp_path: Path, operator: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p",
-           "no:cacheprovider", "--operator", operator]  # fmt: skip
+    cmd = pytest_command(["suites", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "--operator", operator])  # fmt: skip
     env = {"MOCHAOS_CACHE": str(tmp_path / "cache"), "MOCHAOS_STATE": str(tmp_path / "state")}
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**_environ(), **env})  # fmt: skip

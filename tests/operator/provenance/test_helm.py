@@ -55,7 +55,7 @@ def test_helm_3_commands_for_the_chart_repository() -> None:
     assert [" ".join(c) for c in commands] == [
         "helm repo add matrixone-operator https://matrixorigin.github.io/matrixone-operator "
         f"--force-update {repo}",
-        "helm upgrade --install mo matrixone-matrixone-operator --version 1.3.0-alpha.3 "
+        "helm upgrade --install mo matrixone-operator/matrixone-operator --version 1.3.0-alpha.3 "
         "--namespace mo-system --create-namespace --wait --timeout 600s "
         "--set-string image.repository=matrixorigin/matrixone-operator "
         "--set-string image.tag=nightly-abc1234-20260601 --set image.pullPolicy=IfNotPresent "

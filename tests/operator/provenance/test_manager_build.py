@@ -17,7 +17,7 @@ from mochaos.errors import BuildError
 from mochaos.operator.provenance.checkout import Checkout
 from mochaos.operator.provenance.manager_build import build_manager
 
-from polling import wait_until
+from support.polling import wait_until
 
 GO = shutil.which("go")
 needs_go = pytest.mark.skipif(GO is None, reason="needs Go to build the checkouts")

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 import yaml
-from standins import go_build
 
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
@@ -38,8 +37,9 @@ from mochaos.operator.target import Waits
 from mochaos.operator.targets.source import ENV_SOURCE
 from mochaos.tooling.docker_cli import DockerCli
 
-import polling
-from docker_skip import docker_or_skip
+from support import polling
+from support.docker_skip import docker_or_skip
+from support.standins import go_build
 
 STANDIN = Path(__file__).parent / "container_standin" / "main.go"
 MAIN = "2301e3b"

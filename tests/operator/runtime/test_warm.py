@@ -20,7 +20,7 @@ from mochaos.errors import InfraError
 from mochaos.operator.runtime.warm import MEMORY_FLOOR, Warm, WarmNamespaces
 from mochaos.operator.target import Waits
 
-from polling import wait_until
+from support.polling import wait_until
 
 
 class Manager:

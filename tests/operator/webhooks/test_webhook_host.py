@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 import yaml
-from standins import go_build
 
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
@@ -34,7 +33,8 @@ from mochaos.operator.webhooks.admission import host_args, make_certificates
 from mochaos.operator.webhooks.host import WebhookHost, port_free, spawn
 from mochaos.procs import cmdline, start_time
 
-from polling import wait_until
+from support.polling import wait_until
+from support.standins import go_build
 
 HERE = Path(__file__).resolve().parent
 STANDIN = HERE / "webhook_standin" / "main.go"

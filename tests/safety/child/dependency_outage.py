@@ -25,7 +25,7 @@ from mochaos.kruise.module import DEFAULT_VERSION
 from mochaos.kube import Cluster
 from mochaos.scenario import MIGRATION, Scenario, SeedTopology, scale_claimset, source_draining
 
-from polling import wait_until
+from support.polling import wait_until
 
 pytestmark = pytest.mark.scenario
 
