@@ -9,11 +9,14 @@ the reports folder and JUnit file); :func:`run_pytest` runs them and reads back 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,19 +113,87 @@ def run_pytest(
         environ = None if env is None else dict(env)
         if log is not None:
             with log.open("a", encoding="utf-8") as out:
-                proc = subprocess.run(
-                    command, cwd=cwd, env=environ, stdout=out, stderr=subprocess.STDOUT,
-                    timeout=timeout, check=False,
-                )  # fmt: skip
+                exit_code, _, _ = _run(command, cwd=cwd, env=environ, stdout=out,
+                                       stderr=subprocess.STDOUT, timeout=timeout)  # fmt: skip
+        elif capture:
+            exit_code, stdout, err = _run(command, cwd=cwd, env=environ, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, timeout=timeout)  # fmt: skip
+            output = stdout + err
         else:
-            proc = subprocess.run(
-                command, cwd=cwd, env=environ, capture_output=capture, text=True,
-                timeout=timeout, check=False,
-            )  # fmt: skip
-        exit_code = proc.returncode
-        if capture:
-            output, stdout = proc.stdout + proc.stderr, proc.stdout
+            exit_code, _, _ = _run(command, cwd=cwd, env=environ, timeout=timeout)
     summary, why = read_summary(reports_dir)
     cases = read_junit(junit) if junit is not None and junit.is_file() else {}
     return ChildRun(exit_code, reports_dir, summary, why, cases, output, stdout,
                     time.monotonic() - started)  # fmt: skip
+
+
+STOP_GRACE = 120.0
+"""Seconds a child pytest asked to stop (SIGINT) may take to end its tests' teardowns (stop
+the operators it started, delete its namespaces) before it is killed."""
+
+
+def _run(command: list[str], *, timeout: float | None, **popen: Any) -> tuple[int, str, str]:
+    """Run ``command`` to its end: (exit status, stdout, stderr as text when piped).
+
+    A child pytest owns processes and namespaces that only its own teardown cleans up, so it
+    is never killed first: when this process is asked to stop — Ctrl-C (the terminal sends the
+    child SIGINT too) or SIGTERM (a CI job's timeout, which reaches only this process: it is
+    passed on as SIGINT) — it waits up to :data:`STOP_GRACE` seconds for the child to end,
+    then kills it, and raises KeyboardInterrupt. A ``timeout`` of the child's own stops it the
+    same way and raises subprocess.TimeoutExpired."""
+    proc = subprocess.Popen(command, text=True, **popen)
+    stop = _StopRequest(proc)
+    with stop.installed():
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            raise
+        except KeyboardInterrupt:
+            _stop(proc, interrupted=True)
+            raise
+    if stop.requested:
+        raise KeyboardInterrupt(f"stopped by signal {stop.requested}; the child pytest ended")
+    return proc.returncode, out or "", err or ""
+
+
+def _stop(proc: subprocess.Popen[str], *, interrupted: bool = False) -> None:
+    """End the child: SIGINT (unless the terminal already sent it), then wait, then kill."""
+    if not interrupted:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=STOP_GRACE)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        proc.kill()
+        proc.communicate()
+
+
+class _StopRequest:
+    """A SIGTERM to this process while a child runs: passed on to the child as SIGINT (its
+    pytest then ends its tests and tears them down), remembered, raised once it ended."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.requested: int | None = None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Handle SIGTERM while the block runs (in the main thread only: elsewhere a signal
+        handler cannot be set, and the default applies)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGTERM, self._on_term)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def _on_term(self, signum: int, frame: object) -> None:
+        if self.requested is not None:  # asked twice: do not wait any longer
+            self.proc.kill()
+            return
+        self.requested = signum
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGINT)

@@ -86,3 +86,59 @@ def test_a_real_child_runs_to_its_end_with_its_output_kept(tmp_path: Path):
     )  # fmt: skip
     assert logged.exit_code == 0 and logged.output == ""
     assert " passed" in (tmp_path / "child.log").read_text().strip().splitlines()[-1]
+
+
+LONG_TEST = """
+import os, pathlib, time
+import pytest
+
+@pytest.fixture
+def owned():
+    pathlib.Path(os.environ["MARK"]).write_text(str(os.getpid()))
+    yield
+    pathlib.Path(os.environ["MARK"] + ".teardown").write_text("done")
+
+def test_long(owned):
+    time.sleep(120)
+"""
+
+PARENT = """
+import sys
+from pathlib import Path
+from mochaos.report.child_pytest import run_pytest
+try:
+    run_pytest([sys.argv[1], "-q", "-p", "no:cacheprovider", "-p", "no:mochaos"],
+               reports_dir=Path(sys.argv[2]))
+except KeyboardInterrupt:
+    sys.exit(130)
+sys.exit(0)
+"""
+
+
+@pytest.mark.e2e
+def test_a_terminated_parent_lets_its_child_tear_down_then_stops(tmp_path: Path):
+    """A CI job's timeout sends SIGTERM to `mochaos qualify` or `explore` only: their child
+    pytest is asked to stop (SIGINT) and tears its tests down before the parent exits, instead
+    of running on alone with the operators it started."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    (tmp_path / "test_long.py").write_text(LONG_TEST)
+    (tmp_path / "parent.py").write_text(PARENT)
+    mark = tmp_path / "child"
+    env = {**os.environ, "MARK": str(mark)}
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"),
+                               str(tmp_path / "test_long.py"), str(tmp_path / "reports")],
+                              cwd=tmp_path, env=env)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mark.exists(), "the child test never started"
+    child = int(mark.read_text())
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=60) == 130
+    assert (tmp_path / "child.teardown").read_text() == "done"
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -110,14 +110,18 @@ def test_kill_9_is_cleaned_up_by_the_next_session(mid_scenario: Running, kube, t
     # Nothing could clean up: the operator still runs, the state file says so.
     assert cmdline(run.operator_pid) == run.operator_cmdline
     left = read_state(run.proc.pid)
-    assert {p: e["argv"] for p, e in left["pids"].items()} == {
-        str(run.operator_pid): run.operator_cmdline
-    }, left
+    listed = {int(p): e["argv"] for p, e in left["pids"].items()}
+    assert listed.pop(run.operator_pid) == run.operator_cmdline, left
+    # beside it, only the operator's interposer (the operator talks to the apiserver through it)
+    assert [Path(argv[0]).name for argv in listed.values()] == ["interposer"], left
+    assert all(cmdline(pid) == argv for pid, argv in listed.items()), left
     assert list(left["namespaces"]) == [run.namespace], left
 
     after = run_child(tmp_path / "next", str(CHILD / "probe_cluster.py"), "-s")
     assert after.exit_code == 0, after.output[-3000:]
     assert cmdline(run.operator_pid) != run.operator_cmdline, "the stale operator still runs"
+    for pid, argv in listed.items():
+        assert cmdline(pid) != argv, "the stale interposer still runs"
     assert not state_file(run.proc.pid).exists()
     wait_until(lambda: namespace_gone(kube, run.namespace), timeout=GONE_TIMEOUT,
                what=f"stale namespace {run.namespace} disappearing")  # fmt: skip
