@@ -37,6 +37,11 @@ DRAIN_MIN = 15.0
 reclaimed CN drains (cnstore/pooling.go:62) before it may be Idle again."""
 CLAIM_RESYNC = 10.0
 """pkg/controllers/cnclaim/migrate.go:33 ``migrationResyncInterval``."""
+KRUISE_HELD_DRAIN = DRAIN_MIN + 3 * CNSTORE_RESYNC
+"""An Idle CN the pool scaled in, drained behind OpenKruise's pre-delete hook before its slot
+is given back: the minimum delay, then the store controller's resyncs until the drain is
+done (44 s and 104 s measured on the local cluster, 2026-12-03). The CloneSet keeps counting
+the held pod, so the pool has no new Idle pod until it is gone (docs/bugs.md, pool-churn)."""
 MIN_READY = 15.0
 """pkg/controllers/common/failover.go:28 ``minReadySeconds``: a LogSet/DNSet store counts as
 available only after its pod has been ready this long."""
@@ -83,8 +88,10 @@ class Timings:
 
     @property
     def pool_ready(self) -> float:
-        """A new pool's first ``maxIdle`` pods Idle (they start in parallel: one new CN)."""
-        return self.new_cn
+        """The pool's ``maxIdle`` pods Idle: they start in parallel (one new CN), but a bind
+        of a Pending claim can make the pool scale an Idle pod in, whose replacement comes
+        only after a drain held by OpenKruise (:data:`KRUISE_HELD_DRAIN`)."""
+        return self.new_cn + KRUISE_HELD_DRAIN * self.margin
 
     @property
     def base_ready(self) -> float:

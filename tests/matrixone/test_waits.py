@@ -11,7 +11,14 @@ def test_a_claim_beyond_max_idle_waits_for_a_new_cn_to_start_and_register() -> N
     assert waits.new_cn >= (registered + w.IMAGE_PULL) * w.MARGIN
     # The engine's model-sized wait (60 s + 30 s) would give up before a real CN registers.
     assert waits.new_cn > 90
-    assert waits.pool_ready == waits.new_cn
+
+
+def test_idle_pods_may_come_only_after_a_drain_held_by_kruise() -> None:
+    # The pool scales an Idle pod in on a Pending bind; kruise counts it until its drain ends
+    # (44 s and 104 s measured), and only then does its replacement start.
+    for timings in (w.Timings(), w.local()):
+        assert timings.pool_ready >= timings.new_cn + 104 * w.MARGIN
+    assert w.local().pool_ready < w.Timings().pool_ready
 
 
 def test_a_preloaded_image_shortens_every_start_but_not_the_operators_intervals() -> None:
