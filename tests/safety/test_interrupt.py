@@ -62,10 +62,10 @@ def mid_scenario(tmp_path: Path, kube) -> Iterator[Running]:
                                 stderr=subprocess.STDOUT)  # fmt: skip
     try:
         state = wait_until(
-            lambda: (s := read_state(proc.pid)) and s.get("pids") and s.get("namespaces") and s,
+            lambda: (s := read_state(proc.pid)) and operator_of(s) and s.get("namespaces") and s,
             timeout=START_TIMEOUT, what="the child's state file listing operator and namespace",
         )  # fmt: skip
-        (pid, entry), (namespace,) = next(iter(state["pids"].items())), state["namespaces"]
+        (pid, entry), (namespace,) = operator_of(state), state["namespaces"]
         command = entry["argv"]
         labels = client.CoreV1Api(kube).read_namespace(namespace).metadata.labels
         assert labels.get(RUN_ID_LABEL), labels
@@ -82,6 +82,13 @@ def mid_scenario(tmp_path: Path, kube) -> Iterator[Running]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def operator_of(state: dict) -> tuple[str, dict] | None:
+    """The operator's (pid, entry) in a state file: the process listed that is not the
+    interposer in front of it; None while it is not listed yet."""
+    return next(((p, e) for p, e in (state.get("pids") or {}).items()
+                 if Path(e["argv"][0]).name != "interposer"), None)  # fmt: skip
 
 
 def namespace_gone(kube, namespace: str) -> bool:
