@@ -26,6 +26,7 @@ from mochaos.config import RunConfig, run_config
 from mochaos.kube import Cluster, check_reachable, new_api_client
 from mochaos.operator import parse_target
 from mochaos.operator.target import OperatorTarget, RunningOperator
+from mochaos.operator.webhooks.host import orphaned_webhooks
 from mochaos.scenario_reports import (
     SCENARIO,
     add_findings,
@@ -66,6 +67,8 @@ def cluster(cluster_provider: ClusterProvider) -> Cluster:
     with progress.phase("cluster"):
         started = cluster_provider.up()
         for line in runstate.reap(namespaces.reap, write_killed):
+            progress.announce(line)
+        for line in orphaned_webhooks(started):
             progress.announce(line)
     return started
 

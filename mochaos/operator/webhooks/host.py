@@ -24,11 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from filelock import FileLock, Timeout
+
 from mochaos.cluster.local import attached
 from mochaos.cluster.local.attached import Attached
 from mochaos.errors import InfraError, UsageError
+from mochaos.kube import Cluster
 from mochaos.operator.runtime.operator_container import ContainerHost
-from mochaos.operator.webhooks.admission import CERT_FLAG, PORT
+from mochaos.operator.webhooks.admission import CERT_FLAG, PORT, unregister
 from mochaos.procs import (
     Started,
     cmdline,
@@ -275,6 +278,29 @@ class WebhookHost:
             out += self._stop_unrecorded()
             return out
 
+    def orphaned_configurations(self, unregister: Callable[[], list[str]]) -> list[str]:
+        """Remove the webhook configurations when no host of this cluster runs to serve them
+        (a host stopped or dead while they stayed registered: every write in a test
+        namespace would be refused with "connection refused"); one line per configuration
+        removed. Nothing is touched while a live host is recorded, nor while another
+        process holds the host's lock (it is starting or stopping one: never waited for)."""
+        self.state.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.state / "lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return []
+        try:
+            found = self._recorded()
+            if found is not None and found.handle.alive():
+                return []
+            if found is not None:
+                self._forget()
+            return [f"the operator's {kind} was registered with no webhook host running "
+                    "(removed)" for kind in unregister()]  # fmt: skip
+        finally:
+            lock.release()
+
     def _replace(self, found: Recorded) -> None:
         """Make way for a new host: a live host of another build is stopped when nobody uses
         it (refused while someone does); a dead one's record is dropped."""
@@ -326,3 +352,13 @@ class WebhookHost:
                 announce(out[-1])
         wait_gone(lambda: bool(self._our_listeners()), PORT_FREE_TIMEOUT)
         return out
+
+
+def orphaned_webhooks(cluster: Cluster) -> list[str]:
+    """At a run's start on a local cluster: the operator's webhook configurations removed when
+    no webhook host of the cluster runs (see :meth:`WebhookHost.orphaned_configurations`);
+    nothing on a cluster without a state folder (kind, existing: not ours)."""
+    if cluster.state_dir is None:
+        return []
+    host = WebhookHost(cluster.state_dir / "operator-webhooks", build="")
+    return host.orphaned_configurations(lambda: unregister(cluster))

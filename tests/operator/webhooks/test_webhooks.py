@@ -171,3 +171,43 @@ def test_the_host_gets_our_certificates():
     assert webhooks.host_args(Path("/c")) == [
         "--webhook-certificate-directory=/c", "--ca-file=caBundle",
     ]  # fmt: skip
+
+
+def test_configurations_left_without_a_running_host_are_removed_at_a_runs_start(tmp_path, hosts):
+    """A host gone while its configurations stayed (every write in a test namespace would be
+    refused "connection refused", failing tests that never run the operator): removed."""
+    host = _host(tmp_path, build="image-a")
+    removed: list[str] = []
+
+    def unregister() -> list[str]:
+        removed.append("called")
+        return ["MutatingWebhookConfiguration"]
+
+    host.acquire(_starter(hosts, "c1"))
+    assert host.orphaned_configurations(unregister) == [] and not removed  # it serves them
+    hosts["c1"].running = False
+    (line,) = host.orphaned_configurations(unregister)
+    assert "MutatingWebhookConfiguration" in line and removed == ["called"]
+    assert not (tmp_path / "host.json").exists()
+    assert len(host.orphaned_configurations(unregister)) == 1  # no record: still removed
+
+
+def test_configurations_are_left_alone_while_another_process_holds_the_hosts_lock(tmp_path):
+    from filelock import FileLock
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from filelock import FileLock; "
+         f"l = FileLock({str(tmp_path / 'lock')!r}); l.acquire(); print('held', flush=True); "
+         "time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        called: list[bool] = []
+        assert _host(tmp_path, build="").orphaned_configurations(
+            lambda: called.append(True) or ["x"]
+        ) == [] and not called  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert FileLock(str(tmp_path / "lock")).acquire(timeout=5)
