@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mochaos.ctrl.finalizers import STORE_DRAIN_TIMEOUT
+from mochaos.ctrl.matrixone import RPC_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,12 @@ class Timing:
     def store_cache_refresh(self) -> float:
         """How often the operator refills its copy of HAKeeper's CN stores (15 s)."""
         return self.wall(15)
+
+    # mocli/manager.go:34 DefaultRPCTimeout
+    @property
+    def rpc_timeout(self) -> float:
+        """How long the operator waits on one call to MatrixOne (10 s)."""
+        return self.wall(RPC_TIMEOUT)
 
     @property
     def store_drain_min_delay(self) -> float:
