@@ -68,3 +68,16 @@ def test_faults_picks_kinds_and_refuses_unknown_ones():
 def test_slugs_are_test_ids():
     assert RoleFault("scale-in", "migrating set").slug == "scale-in.migrating-set"
     assert RoleFault("restart").slug == "restart"
+
+
+def test_matrixone_faults_join_the_matrix_on_the_components_the_target_takes_down():
+    point = _point("source pod: phase Bound → Draining")
+    assert not {"hakeeper-down", "lockservice-down", "query-down"} & {
+        f.kind for f in applicable(point, ALL)
+    }  # a target that can take nothing down (kind's real MatrixOne)
+    model = [f.label for f in applicable(point, ALL, matrixone=("hakeeper",))]
+    assert "hakeeper-down" in model and "lockservice-down" not in model
+    assert not any(label.startswith("query-down") for label in model)
+    real = applicable(point, ALL, matrixone=("hakeeper", "lockservice", "query"))
+    assert {RoleFault("hakeeper-down"), RoleFault("lockservice-down"),
+            RoleFault("query-down", "source pod")} <= set(real)  # fmt: skip
