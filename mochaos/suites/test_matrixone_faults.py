@@ -7,8 +7,9 @@ until the operator's RPC timeout, as one that is frozen), bring it back, and let
 invariants judge: a migration still completes, a claim still binds, every pod goes back to
 the pool. The operator's deadlines keep running through the fault: unlike an outage of the
 environment (the MatrixOne double itself down, which no scenario made: an infrastructure
-error), it is judged like any other time (docs/reliability.md#matrixone-faults). Targets
-that cannot make HAKeeper unreachable (kind's real MatrixOne) skip them.
+error), it is judged like any other time (docs/reliability.md, "MatrixOne faults: the
+operator's job, not an outage"). Targets that cannot make HAKeeper unreachable (kind's real
+MatrixOne) skip them.
 """
 
 from __future__ import annotations
