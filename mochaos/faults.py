@@ -326,8 +326,8 @@ def _down_text(what: str) -> Callable[[Mapping[str, Any], Obj | None], str]:
 _DOWN_PARAMS = MappingProxyType({"seconds": None, "how": REFUSE})
 hakeeper_down = FaultKind(
     "hakeeper-down", "hakeeper_down", MATRIXONE,
-    "MatrixOne's HAKeeper unreachable to the operator for a while (refused, or hanging until "
-    "its RPC timeout); HAKeeper itself runs on",
+    "MatrixOne's HAKeeper unreachable to the operator for a while (refused, or hanging: each "
+    "call fails on the operator's own timeout); HAKeeper itself runs on",
     MatrixOneFault(HAKEEPER), Proof.PROBE_AFTER, _down_text("MatrixOne's HAKeeper"),
     defaults=_DOWN_PARAMS,
 )  # fmt: skip

@@ -28,8 +28,10 @@ import (
 //	        component's process is gone; the operator's RPCs fail fast and it retries.
 //	hang    a listener nobody accepts on: the kernel completes the handshake and buffers
 //	        what is sent, nothing ever answers, as when the process is frozen or a network
-//	        partition drops its answers; every RPC runs into the operator's own timeout
-//	        (10 s, mocli.DefaultRPCTimeout).
+//	        partition drops its answers; every RPC runs into the operator's own timeout:
+//	        its HAKeeper client's discovery (1 s, matrixone pkg/logservice/shardinfo.go:49),
+//	        which each call starts with once its connection was cut; a lock or query
+//	        call's (10 s, mocli.DefaultRPCTimeout).
 //
 // Either way every connection open when the fault lands is cut (the server closes its
 // sessions), so a client cannot keep using one from before. Up starts the real server

@@ -27,6 +27,12 @@ HOWS = (REFUSE, HANG)
 RPC_TIMEOUT = 10.0
 """The operator's timeout of one call to MatrixOne, seconds (``mocli.DefaultRPCTimeout``,
 ``mocli/manager.go:34``; the query client's, ``querycli/query.go``)."""
+DISCOVERY_TIMEOUT = 1.0
+"""How long the operator's HAKeeper client waits for HAKeeper's discovery (``GET_SHARD_INFO``
+on the LogSet's address) when it holds no connection — after one was cut, every call
+starts with it — seconds (matrixone ``pkg/logservice/shardinfo.go:49`` at fa8af5c4dad4,
+``hakeeper_client.go`` ``prepareClient``): against a hanging HAKeeper each call fails
+after it with "context deadline exceeded", not after :data:`RPC_TIMEOUT`."""
 
 
 def query_of(pod: str) -> str:

@@ -90,7 +90,7 @@ class Model:
         }
         client = Client(kube, namespace, self.caches)
         self.events = EventRecorder(kube, log=log)
-        self.matrixone = Faults(matrixone_faults, rpc_timeout=timing.rpc_timeout)
+        self.matrixone = Faults(matrixone_faults, hang=timing.hakeeper_discovery)
         hakeeper = HAKeeper(
             StoreCache(
                 stores=self._running_stores, refresh=timing.store_cache_refresh,

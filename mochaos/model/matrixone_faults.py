@@ -5,10 +5,12 @@ MatrixOne fault (mochaos.faults) takes one of its components down: the model's t
 writes ``{component: how}`` into a small JSON file (``--matrixone-faults``) that the model
 reads before each call to MatrixOne (:func:`write_fault`, :class:`Faults`). A call to a
 component that is down fails as the operator's morpc client fails
-(mochaos.ctrl.matrixone): at once when it is refused; when it hangs, after the operator's
-RPC timeout, or as soon as the component is back (the connection the hang held is reset
-then). The model plays HAKeeper only: its query services are the score annotation the
-scenario writes, and it has no lock service (docs/model-vs-real.md).
+(mochaos.ctrl.matrixone): at once when it is refused; when it hangs, after ``hang``
+seconds — for HAKeeper its client's discovery timeout: the fault cut its connection, so
+every call first waits for a discovery nobody answers — or as soon as the component is back
+(the connection the hang held is reset then). The model plays HAKeeper only: its query
+services are the score annotation the scenario writes, and it has no lock service
+(docs/model-vs-real.md).
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ class Faults:
     """The components of the model's MatrixOne that are down now, read from ``path`` (None:
     never any). The file is read again only when it changed."""
 
-    def __init__(self, path: Path | None, *, rpc_timeout: float) -> None:
+    def __init__(self, path: Path | None, *, hang: float) -> None:
         self.path = path
-        self.rpc_timeout = rpc_timeout
+        self.hang = hang
         self._lock = threading.Lock()
         self._seen: tuple[int, int] | None = None
         self._down: dict[str, str] = {}
@@ -60,13 +62,13 @@ class Faults:
 
     def call(self, component: str) -> None:
         """Stand for one call to ``component``: return when it is up; raise Unreachable
-        at once when it refuses, after the RPC timeout (or once it is back) when it hangs."""
+        at once when it refuses, after ``hang`` seconds (or once it is back) when it hangs."""
         how = self.how(component)
         if how is None:
             return
         if how != HANG:
             raise Unreachable(f"{component}: connection refused")
-        deadline = time.monotonic() + self.rpc_timeout
+        deadline = time.monotonic() + self.hang
         while time.monotonic() < deadline:
             time.sleep(min(POLL, max(deadline - time.monotonic(), 0)))
             if self.how(component) is None:

@@ -3,9 +3,9 @@
 Keeping MatrixOne's clients working through MatrixOne's failures is the operator's job. These
 scenarios make HAKeeper — the log service, as the operator reaches it — unreachable to the
 operator for a while (``hakeeper_down``: refused, as a log service that is gone, or hanging
-until the operator's RPC timeout, as one that is frozen), bring it back, and let the
-invariants judge: a migration still completes, a claim still binds, every pod goes back to
-the pool. The operator's deadlines keep running through the fault: unlike an outage of the
+— each call fails on the operator's own timeout — as one that is frozen), bring it back, and
+let the invariants judge: a migration still completes, a claim still binds, every pod goes
+back to the pool. The operator's deadlines keep running through the fault: unlike an outage of the
 environment (the MatrixOne double itself down, which no scenario made: an infrastructure
 error), it is judged like any other time (docs/reliability.md, "MatrixOne faults: the
 operator's job, not an outage"). Targets that cannot make HAKeeper unreachable (kind's real
@@ -49,8 +49,9 @@ def test_hakeeper_unreachable_while_the_source_drains(scenario: Scenario):
 
 
 def test_hakeeper_hangs_while_a_claim_binds(scenario: Scenario):
-    """HAKeeper answers nothing (every call runs into the operator's 10 s timeout) while a
-    new claim binds, for 20 s. The claim must bind once HAKeeper is back, on one pod."""
+    """HAKeeper answers nothing (each call fails on the operator's own timeout: the 1 s of
+    its discovery) while a new claim binds, for 20 s. The claim must bind once HAKeeper is
+    back, on one pod."""
     sc = scenario
     sc.topology.pool("pool", max_idle=2)
     down = sc.inject(hakeeper_down(seconds=sc.options.scaled(OUTAGE), how="hang"))

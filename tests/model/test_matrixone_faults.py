@@ -1,7 +1,7 @@
 """The model's own MatrixOne made unreachable by a scenario: its HAKeeper calls fail as the
-operator's client fails (at once when refused, after the RPC timeout when hanging, at once
-when it comes back mid-hang), its store cache keeps what it held, and its target refuses a
-component the model does not play."""
+operator's client fails (at once when refused, after its discovery timeout when hanging, at
+once when it comes back mid-hang), its store cache keeps what it held, and its target refuses
+a component the model does not play."""
 
 from __future__ import annotations
 
@@ -29,19 +29,19 @@ POD = {"metadata": {"name": "p-1", "namespace": "ns"}, "spec": {}, "status": {"p
 
 def test_a_component_down_in_the_file_is_down_for_the_model(tmp_path: Path) -> None:
     path = tmp_path / "faults.json"
-    faults = Faults(path, rpc_timeout=1.0)
+    faults = Faults(path, hang=1.0)
     assert faults.how(HAKEEPER) is None  # no file: nothing down
     write_fault(path, HAKEEPER, REFUSE)
     write_fault(path, query_of("p-1"), HANG)
     assert (faults.how(HAKEEPER), faults.how("query/p-1")) == (REFUSE, HANG)
     write_fault(path, HAKEEPER, None)
     assert faults.how(HAKEEPER) is None and faults.how("query/p-1") == HANG
-    assert Faults(None, rpc_timeout=1.0).how(HAKEEPER) is None
+    assert Faults(None, hang=1.0).how(HAKEEPER) is None
 
 
-def test_a_refused_call_fails_at_once_a_hanging_one_after_the_rpc_timeout(tmp_path: Path) -> None:
+def test_a_refused_call_fails_at_once_a_hanging_one_after_its_wait(tmp_path: Path) -> None:
     path = tmp_path / "faults.json"
-    faults = Faults(path, rpc_timeout=0.5)
+    faults = Faults(path, hang=0.5)
     faults.call(HAKEEPER)  # up: returns
     write_fault(path, HAKEEPER, REFUSE)
     started = time.monotonic()
@@ -57,7 +57,7 @@ def test_a_refused_call_fails_at_once_a_hanging_one_after_the_rpc_timeout(tmp_pa
 
 def test_a_hanging_call_fails_as_soon_as_the_component_is_back(tmp_path: Path) -> None:
     path = tmp_path / "faults.json"
-    faults = Faults(path, rpc_timeout=30.0)
+    faults = Faults(path, hang=30.0)
     write_fault(path, HAKEEPER, HANG)
     threading.Timer(0.3, write_fault, (path, HAKEEPER, None)).start()
     started = time.monotonic()
@@ -68,7 +68,7 @@ def test_a_hanging_call_fails_as_soon_as_the_component_is_back(tmp_path: Path) -
 
 def test_hakeeper_down_fails_its_calls_and_its_cache_keeps_what_it_held(tmp_path: Path) -> None:
     path = tmp_path / "faults.json"
-    faults = Faults(path, rpc_timeout=0.1)
+    faults = Faults(path, hang=0.1)
     stop = threading.Event()
     stores = [store_uuid(POD)]
     reach = lambda: faults.call(HAKEEPER)  # noqa: E731
@@ -100,9 +100,9 @@ def test_the_model_target_plays_hakeeper_only(tmp_path: Path) -> None:
     faults = ModelFaults(tmp_path / "faults.json")
     assert faults.components == (HAKEEPER,)
     assert faults.down(HAKEEPER, how=HANG) == "the model's hakeeper"
-    assert Faults(faults.path, rpc_timeout=1).how(HAKEEPER) == HANG
+    assert Faults(faults.path, hang=1).how(HAKEEPER) == HANG
     faults.up(HAKEEPER)
-    assert Faults(faults.path, rpc_timeout=1).how(HAKEEPER) is None
+    assert Faults(faults.path, hang=1).how(HAKEEPER) is None
     with pytest.raises(UsageError, match="plays HAKeeper only"):
         faults.down(LOCK_SERVICE, how=REFUSE)
     with pytest.raises(UsageError, match="plays HAKeeper only"):
@@ -112,7 +112,7 @@ def test_the_model_target_plays_hakeeper_only(tmp_path: Path) -> None:
 def test_a_finalize_with_hakeeper_down_fails_and_leaves_the_pod_bound(tmp_path: Path) -> None:
     """reclaimCN's PatchCNStore fails: an error (the runtime backs off), the pod untouched."""
     path = tmp_path / "faults.json"
-    faults = Faults(path, rpc_timeout=0.1)
+    faults = Faults(path, hang=0.1)
     hakeeper = HAKeeper(StoreCache(stores=list, refresh=15, stop=threading.Event()), faults)
     actor = ClaimActor(profile=get_profile("fixed"), timing=Timing(), hakeeper=hakeeper)
     client = FakeClient()
