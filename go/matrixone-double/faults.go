@@ -45,8 +45,8 @@ const (
 	componentQuery       = "query/"
 )
 
-// rebindTimeout bounds how long a server waits for its address to be free again right
-// after the previous listener on it closed.
+// rebindTimeout bounds how long a fault waits for an address to be free again right after
+// the previous listener on it closed.
 const rebindTimeout = 5 * time.Second
 
 // server is what an endpoint runs while it is up (the HAKeeper proxy, a lock server, a
@@ -68,17 +68,22 @@ type endpoint struct {
 
 // newEndpoint starts an endpoint at addr: serving (how ""), or already down (a fault on
 // its component stood when it was made).
+// A new endpoint binds once, as the double always has (its caller checked the port).
 func newEndpoint(addr, how string, start func() (server, error)) (*endpoint, error) {
 	e := &endpoint{addr: addr, start: start}
-	if err := e.set(how); err != nil {
+	if err := e.apply(how, false); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// set puts the endpoint in state how ("" serving, faultRefuse, faultHang); a closed
-// endpoint stays closed.
+// set puts the endpoint in state how ("" serving, faultRefuse, faultHang), waiting for its
+// address to be released by the listener it just closed; a closed endpoint stays closed.
 func (e *endpoint) set(how string) error {
+	return e.apply(how, true)
+}
+
+func (e *endpoint) apply(how string, rebind bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed || (how == e.how && (how != "" || e.srv != nil)) {
@@ -88,13 +93,13 @@ func (e *endpoint) set(how string) error {
 	e.how = how
 	switch how {
 	case "":
-		srv, err := retryBind(e.start)
+		srv, err := bindWith(rebind, e.start)
 		if err != nil {
 			return err
 		}
 		e.srv = srv
 	case faultHang:
-		ln, err := retryBind(func() (net.Listener, error) { return net.Listen("tcp", e.addr) })
+		ln, err := bindWith(rebind, func() (net.Listener, error) { return net.Listen("tcp", e.addr) })
 		if err != nil {
 			return err
 		}
@@ -122,9 +127,12 @@ func (e *endpoint) close() {
 	e.takeDown()
 }
 
-// retryBind runs bind until it stops failing on a busy address (the listener closed a
-// moment ago may not have released it yet) or rebindTimeout passes.
-func retryBind[T any](bind func() (T, error)) (T, error) {
+// bindWith runs bind once, or with rebind until it stops failing on a busy address (the
+// listener closed a moment ago may not have released it yet) or rebindTimeout passes.
+func bindWith[T any](rebind bool, bind func() (T, error)) (T, error) {
+	if !rebind {
+		return bind()
+	}
 	deadline := time.Now().Add(rebindTimeout)
 	for {
 		v, err := bind()
