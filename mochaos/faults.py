@@ -4,10 +4,12 @@ A fault is a value (:class:`Fault`: a kind, a target, parameters), made by calli
 (``scale_claimset("s1", replicas=1)``, ``delete_pod(pod)``, ``restart_operator()``), as
 Jepsen's nemesis takes an operation. Each kind says, as data:
 
-- what it targets (a kind of object, or the operator under test);
+- what it targets (a kind of object, the operator under test, or the test namespace's
+  MatrixOne);
 - how it is applied: one write to its target (:class:`ObjectWrite`), a call on the running
-  operator (:class:`OperatorCall`) or a rule of the operator's interposer
-  (:class:`InterposerRule`: what the operator sees and when its writes land);
+  operator (:class:`OperatorCall`), a rule of the operator's interposer
+  (:class:`InterposerRule`: what the operator sees and when its writes land) or one of
+  MatrixOne's components made unreachable to the operator (:class:`MatrixOneFault`);
 - how its landing is proven: the resourceVersion of its own write, or of a probe write just
   before or just after it (:class:`Proof`);
 - how reports name it and recognise its effect on its target.
@@ -26,6 +28,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from mochaos.ctrl.mo_components import HAKEEPER, HOWS, LOCK_SERVICE, QUERY, REFUSE, query_of
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, deleting, labels_of
 from mochaos.errors import UsageError
 
@@ -75,9 +78,34 @@ class InterposerRule:
     """The verbs it takes by default (a fault may name others)."""
 
 
+@dataclass(frozen=True)
+class MatrixOneFault:
+    """Applied as one of MatrixOne's components made unreachable to the operator, on the
+    address it dials (mochaos.ctrl.mo_components: ``component``, per pod for a query service,
+    the fault's target), by the operator target's environment (the local cluster's
+    MatrixOne double, the model's own MatrixOne). Brought back when its ``seconds`` pass,
+    when the scenario releases it, or at the end of the test's body, whichever comes
+    first. It landed when the environment confirmed the component down; the scenario
+    records the period it stood (a typed period, judged like any other time: keeping
+    MatrixOne's clients working through its failures is the operator's job)."""
+
+    component: str
+
+    def of(self, target: str) -> str:
+        """The component a fault of this kind on ``target`` makes unreachable: its own, or
+        ``query/<pod>`` for a CN's query service."""
+        return query_of(target) if self.component == QUERY else self.component
+
+
 OBJECT = "object"
 """A fault's ``target_kind`` when the ``kind`` parameter says which kind it aims at (its
 target a name, or none for every object of that kind): the interposer's faults."""
+RESTORE_MATRIXONE = "restore_matrixone"
+"""The action (``ActionRecord.action``) that brings back the component a MatrixOne fault
+took down."""
+MATRIXONE = "MatrixOne"
+"""A fault's ``target_kind`` when it aims at the test namespace's MatrixOne as a whole (it
+takes no target name): HAKeeper, the TN's lock service."""
 WRITES = ("create", "update", "patch", "delete")
 
 
@@ -118,9 +146,10 @@ class FaultKind:
     action: str
     """The name of its write in the history (``ActionRecord.action``)."""
     target_kind: str | None
-    """The kind of object it targets; None: the operator under test."""
+    """The kind of object it targets; None: the operator under test; :data:`MATRIXONE`:
+    the namespace's MatrixOne; :data:`OBJECT`: the kind its parameters name."""
     summary: str
-    apply: ObjectWrite | OperatorCall
+    apply: ObjectWrite | OperatorCall | InterposerRule | MatrixOneFault
     proof: Proof
     render: Callable[[Mapping[str, Any], Obj | None], str]
     """Its text in reports, from its parameters and its target before it."""
@@ -142,10 +171,11 @@ class FaultKind:
 
     def __call__(self, target: str = "", **params: Any) -> Fault:
         """A fault of this kind on ``target`` (a name; none for the operator)."""
+        named = self.target_kind not in (None, MATRIXONE)
         if self.target_kind == OBJECT:
             pass  # a name, or every object of its kind
-        elif bool(target) != (self.target_kind is not None):
-            what = f"a {self.target_kind} name" if self.target_kind else "no target"
+        elif bool(target) != named:
+            what = f"a {self.target_kind} name" if named else "no target"
             raise UsageError(f"fault {self.name} takes {what}", hint=f"got {target!r}")
         missing = [p for p in self.params if p not in params]
         unknown = [p for p in params if p not in (*self.params, *self.defaults)]
@@ -156,7 +186,11 @@ class FaultKind:
                 f"{'unknown ' + ', '.join(unknown) if unknown else ''}",
                 hint=f"it takes {', '.join((*self.params, *self.defaults)) or 'no parameter'}",
             )
-        return Fault(self, target, MappingProxyType({**self.defaults, **params}))
+        fault = Fault(self, target, MappingProxyType({**self.defaults, **params}))
+        if isinstance(self.apply, MatrixOneFault) and fault.params["how"] not in HOWS:
+            raise UsageError(f"fault {self.name}: how={fault.params['how']!r}",
+                             hint=f"give one of {', '.join(HOWS)}")  # fmt: skip
+        return fault
 
 
 @dataclass(frozen=True)
@@ -279,12 +313,46 @@ restart_stale = FaultKind(
     params=("kind", "at"), defaults=MappingProxyType({"times": 1}),
 )  # fmt: skip
 
+
+def _down_text(what: str) -> Callable[[Mapping[str, Any], Obj | None], str]:
+    def render(p: Mapping[str, Any], prev: Obj | None) -> str:
+        seconds = p.get("seconds")
+        held = f" for {seconds:g} s" if seconds is not None else " until released"
+        return f"make {what} unreachable ({p.get('how', REFUSE)}){held}"
+
+    return render
+
+
+_DOWN_PARAMS = MappingProxyType({"seconds": None, "how": REFUSE})
+hakeeper_down = FaultKind(
+    "hakeeper-down", "hakeeper_down", MATRIXONE,
+    "MatrixOne's HAKeeper unreachable to the operator for a while (refused, or hanging: each "
+    "call fails on the operator's own timeout); HAKeeper itself runs on",
+    MatrixOneFault(HAKEEPER), Proof.PROBE_AFTER, _down_text("MatrixOne's HAKeeper"),
+    defaults=_DOWN_PARAMS,
+)  # fmt: skip
+lockservice_down = FaultKind(
+    "lockservice-down", "lockservice_down", MATRIXONE,
+    "the TN's lock service unreachable to the operator for a while (what a CN's drain asks "
+    "before kruise may delete its pod)",
+    MatrixOneFault(LOCK_SERVICE), Proof.PROBE_AFTER, _down_text("the TN's lock service"),
+    defaults=_DOWN_PARAMS,
+)  # fmt: skip
+query_down = FaultKind(
+    "query-down", "query_down", "Pod",
+    "a CN's query service unreachable to the operator for a while (its sessions, pipelines "
+    "and replicas unknown)",
+    MatrixOneFault(QUERY), Proof.PROBE_AFTER, _down_text("the CN's query service"),
+    defaults=_DOWN_PARAMS,
+)  # fmt: skip
+
 FAULTS: dict[str, FaultKind] = {
     k.name: k
     for k in (
         scale_claimset, scale_in, scale_out, delete_claim, delete_pod, remove_label,
         restart_operator, kill_operator, pause_operator, hold_write, fail_write,
-        crash_after_write, stale_view, unobserved, restart_stale,
+        crash_after_write, stale_view, unobserved, restart_stale, hakeeper_down,
+        lockservice_down, query_down,
     )
 }  # fmt: skip
 """Every fault kind, by name."""

@@ -59,6 +59,8 @@ FOLLOWER_KEY = pytest.StashKey[progress.Follower]()
 SIGINT_KEY = pytest.StashKey[Any]()
 MODEL_TARGET_KEY = pytest.StashKey[bool]()
 """Whether the run's target is the reference model (model_only scenarios run only there)."""
+MATRIXONE_KEY = pytest.StashKey[tuple[str, ...]]()
+"""The MatrixOne components the target can make unreachable (the ``matrixone`` marker)."""
 
 
 # -- options and configuration ---------------------------------------------------------
@@ -144,6 +146,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "model_only(reason): needs the reference model; skipped on real operators"
     )
+    config.addinivalue_line(
+        "markers",
+        "matrixone(*components): makes these MatrixOne components unreachable (hakeeper, "
+        "lockservice, query); skipped on targets that cannot",
+    )
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput["mochaos_run_id"] if workerinput else _new_run_id()
     try:
@@ -158,6 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         target = parse_target(cfg.operator, cfg.target_options())
         config.stash[MODEL_TARGET_KEY] = target.time_scaled
+        config.stash[MATRIXONE_KEY] = tuple(target.matrixone_components)
         make_provider(cfg)  # reads the kubeconfig and checks the allow-list; no connection
     except UsageError as err:
         raise pytest.UsageError(f"mo-chaos: {err}") from None
@@ -253,6 +261,12 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
     if marker is not None and not item.config.stash.get(MODEL_TARGET_KEY, True):
         reason = marker.args[0] if marker.args else "it needs the reference model"
         pytest.skip(f"model only ({reason}); the target is {run_config(item.config).operator}")
+    needs = item.get_closest_marker("matrixone")
+    can = item.config.stash.get(MATRIXONE_KEY, ())
+    missing = [c for c in (needs.args if needs is not None else ()) if c not in can]
+    if missing:
+        pytest.skip(f"the target {run_config(item.config).operator} cannot make MatrixOne's "
+                    f"{', '.join(missing)} unreachable")  # fmt: skip
     try:
         return (yield)
     except BaseException as exc:

@@ -26,7 +26,7 @@ type cnStore struct {
 	queryAddr         string
 	initWorkState     string
 	taskService       bool
-	query             *cnQueryServer
+	query             *endpoint // the query service (a fault may hold it down)
 	knobs             queryKnobs
 	lock              lockKnobs
 }
@@ -38,7 +38,7 @@ type tnStore struct {
 	serviceAddr       string
 	logtailAddr       string
 	lockAddr          string
-	lock              *lockServer
+	lock              *endpoint // the lock service (a fault may hold it down)
 	shards            map[uint64]pb.TNShardInfo
 }
 
@@ -65,7 +65,7 @@ type moCluster struct {
 	onChange  func()
 
 	log      *logStore
-	proxy    *haProxy
+	proxy    *endpoint // the HAKeeper proxy the operator dials (a fault may hold it down)
 	cnClient logservice.CNHAKeeperClient
 	tnClient logservice.TNHAKeeperClient
 	reader   logservice.ProxyHAKeeperClient
@@ -76,7 +76,9 @@ type moCluster struct {
 	podOfID    map[string]string
 	details    *pb.ClusterDetails
 	state      pb.HAKeeperState
-	lockOthers map[string]*lockKnobs // lock knobs of services the double does not run
+	lockOthers map[string]*lockKnobs  // lock knobs of services the double does not run
+	faults     map[string]activeFault // by component (faults.go)
+	faultMu    sync.Mutex             // one fault change at a time
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -97,7 +99,8 @@ func startCluster(
 	c := &moCluster{
 		namespace: namespace, ip: ip, opts: opts, events: events, onChange: onChange,
 		cns: map[string]*cnStore{}, tns: map[string]*tnStore{}, podOfID: map[string]string{},
-		lockOthers: map[string]*lockKnobs{}, stop: make(chan struct{}),
+		lockOthers: map[string]*lockKnobs{}, faults: map[string]activeFault{},
+		stop: make(chan struct{}),
 	}
 	moRuntime(metadata.ServiceType_LOG, doubleSID)
 	t0 := time.Now()
@@ -106,8 +109,14 @@ func startCluster(
 		return nil, err
 	}
 	c.log = log
-	proxy, err := newHAProxy(namespace, fmt.Sprintf("%s:%d", ip, logServicePort),
-		log.innerAddr, events, c.podOf)
+	proxy, err := newEndpoint(fmt.Sprintf("%s:%d", ip, logServicePort), "", func() (server, error) {
+		p, err := newHAProxy(namespace, fmt.Sprintf("%s:%d", ip, logServicePort),
+			log.innerAddr, events, c.podOf)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	})
 	if err != nil {
 		_ = log.close()
 		return nil, err
@@ -223,8 +232,8 @@ func (c *moCluster) syncStores(cns []cnSpec, tns []tnSpec) {
 		wantTN[s.pod] = s
 	}
 	c.mu.Lock()
-	var stopQ []*cnQueryServer
-	var stopL []*lockServer
+	var stopQ []*endpoint
+	var stopL []*endpoint
 	for pod, s := range c.cns {
 		if w, ok := wantCN[pod]; !ok || w.podUID != s.podUID {
 			stopQ = append(stopQ, s.query)
@@ -321,7 +330,13 @@ func (c *moCluster) newCNStoreLocked(w cnSpec) (*cnStore, error) {
 			s.lock = *k
 			delete(c.lockOthers, w.uuid)
 		}
-		q, err := newCNQueryServer(w.uuid, s.queryAddr, c)
+		q, err := newEndpoint(s.queryAddr, c.faultOnLocked(componentQuery+w.pod), func() (server, error) {
+			q, err := newCNQueryServer(w.uuid, s.queryAddr, c)
+			if err != nil {
+				return nil, err
+			}
+			return q, nil
+		})
 		if err != nil {
 			return nil, fmt.Errorf("query service %s: %w", s.queryAddr, err)
 		}
@@ -352,7 +367,14 @@ func (c *moCluster) newTNStoreLocked(w tnSpec) (*tnStore, error) {
 		lockAddr:    fmt.Sprintf("%s:%d", host, lockPort),
 		shards:      map[uint64]pb.TNShardInfo{},
 	}
-	l, err := newLockServer(fmt.Sprintf("%s:%d", c.ip, lockPort), c)
+	listen := fmt.Sprintf("%s:%d", c.ip, lockPort)
+	l, err := newEndpoint(listen, c.faultOnLocked(componentLockService), func() (server, error) {
+		l, err := newLockServer(listen, c)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lock service: %w", err)
 	}

@@ -20,8 +20,15 @@ import (
 //	GET|PUT /v1/namespaces/{ns}/pods/{pod}/replicas   {"count"}
 //	GET|PUT /v1/namespaces/{ns}/pods/{pod}/pipelines  {"count"}
 //	GET|PUT /v1/namespaces/{ns}/pods/{pod}/lock       {"bound", "remainTxns"} (+ status)
+//	GET  /v1/namespaces/{ns}/faults                every fault standing: component, how, since
+//	PUT  /v1/namespaces/{ns}/faults/{component}    {"mode": "down"|"up", "how": "refuse"|"hang"}
 //
-// Errors are {"error": "..."} with 400 (bad input) or 404 (unknown namespace or pod).
+// A fault's component is hakeeper, lockservice or query/<pod> (faults.go says what each is
+// and how the operator sees it down); "how" defaults to refuse. Up is idempotent: it
+// answers 200 whether or not the component was down, and when the namespace is gone.
+//
+// Errors are {"error": "..."} with 400 (bad input) or 404 (unknown namespace or pod, a
+// component with nothing running to take down).
 
 type httpError struct {
 	code int
@@ -132,7 +139,68 @@ func (d *double) controlHandler() http.Handler {
 		mux.HandleFunc("GET /v1/namespaces/{ns}/pods/{pod}/"+knob, handler)
 		mux.HandleFunc("PUT /v1/namespaces/{ns}/pods/{pod}/"+knob, handler)
 	}
+	mux.HandleFunc("GET /v1/namespaces/{ns}/faults", func(w http.ResponseWriter, r *http.Request) {
+		c, err := d.need(r.PathValue("ns"))
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"namespace": c.namespace, "faults": c.faultList()})
+	})
+	mux.HandleFunc("PUT /v1/namespaces/{ns}/faults/{component...}", d.faultEndpoint)
 	return mux
+}
+
+// faultBody is the body of a fault PUT.
+type faultBody struct {
+	Mode string `json:"mode"`
+	How  string `json:"how"`
+}
+
+// faultEndpoint takes a component down or brings it up and answers the fault.
+func (d *double) faultEndpoint(w http.ResponseWriter, r *http.Request) {
+	ns, component := r.PathValue("ns"), r.PathValue("component")
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	var in faultBody
+	if err := dec.Decode(&in); err != nil {
+		writeErr(w, badRequest("fault: %v", err))
+		return
+	}
+	if err := checkComponent(component); err != nil {
+		writeErr(w, err)
+		return
+	}
+	switch in.Mode {
+	case "down":
+		if in.How == "" {
+			in.How = faultRefuse
+		}
+		c, err := d.need(ns)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		view, err := c.setFault(component, in.How)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"mode": "down", "fault": view})
+	case "up":
+		c, ok := d.cluster(ns)
+		view := faultView{Component: component}
+		if ok {
+			var err error
+			if view, err = c.clearFault(component); err != nil {
+				writeErr(w, err)
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"mode": "up", "fault": view})
+	default:
+		writeErr(w, badRequest(`fault: give {"mode": "down"|"up"}, got %q`, in.Mode))
+	}
 }
 
 func (d *double) need(ns string) (*moCluster, error) {

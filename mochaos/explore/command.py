@@ -79,8 +79,17 @@ def in_shard(case_ids: list[str], shard: Shard | None) -> set[str]:
 class Explorer:
     """One invocation: its folder, its batches and the exploration it grows."""
 
-    def __init__(self, settings: Settings, run_pytest: PytestRunner | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        run_pytest: PytestRunner | None = None,
+        *,
+        matrixone: tuple[str, ...] = (),
+    ) -> None:
+        """``matrixone``: the MatrixOne components the target can make unreachable (its
+        faults on them join the matrix)."""
         self.s = settings
+        self.matrixone = matrixone
         self._run_pytest = run_pytest
         self.folder = settings.out_root / f"explore-{new_run_id()}"
         self.folder.mkdir(parents=True)
@@ -185,7 +194,8 @@ class Explorer:
     def matrix(self, exploration: Exploration) -> list[Case]:
         """Every (point × fault) case of the default matrix, in matrix order (added when new)."""
         interposed = bool(exploration.learn.get("interposed", False))
-        cells, skipped = pruned(exploration.points, self.s.faults, interposed=interposed)
+        cells, skipped = pruned(exploration.points, self.s.faults, interposed=interposed,
+                                matrixone=self.matrixone)  # fmt: skip
         cases = []
         for point, fault in cells:
             case = Case(steps=(Step(point.id, fault),))
@@ -252,9 +262,11 @@ def _counts(exploration: Exploration, runs: dict[str, int]) -> str:
     return ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
 
 
-def _identify(s: Settings) -> str:
-    """The target's identity (a model profile, a commit): checked before any run."""
-    return parse_target(s.operator, {"cluster": s.cluster, "time_scale": s.time_scale}).version
+def _identify(s: Settings) -> tuple[str, tuple[str, ...]]:
+    """The target's identity (a model profile, a commit), checked before any run, and the
+    MatrixOne components it can make unreachable."""
+    found = parse_target(s.operator, {"cluster": s.cluster, "time_scale": s.time_scale})
+    return found.version, tuple(found.matrixone_components)
 
 
 def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> int:
@@ -283,8 +295,9 @@ def explore(settings: Settings, *, run_pytest: PytestRunner | None = None) -> in
             "--shard explores the single faults (--depth 1)",
             hint="pairs need every single's verdict: run --depth 2 unsharded",
         )
-    target = {"operator": s.operator, "version": _identify(s)}
-    explorer = Explorer(s, run_pytest)
+    version, matrixone = _identify(s)
+    target = {"operator": s.operator, "version": version}
+    explorer = Explorer(s, run_pytest, matrixone=matrixone)
     started = time.monotonic()
     if s.resume is not None:
         exploration = load(s.resume)

@@ -2,10 +2,12 @@
 
 A fault names its kind (:data:`mochaos.faults.FAULTS`) and its target: a role of the
 workload ("migrating set", "target pod"), ``point`` (the object the point fired for, when
-its role is a rule's, e.g. a pool pod), or nothing (the operator). :func:`applicable` is the
-default matrix: the operator faults at every point, plus the object faults on the point's
-own object and on the named objects it referred to (or that referred to it) when it first
-happened, each kind on the objects of its target kind.
+its role is a rule's, e.g. a pool pod), or nothing (the operator, the namespace's
+MatrixOne). :func:`applicable` is the default matrix: the operator faults at every point,
+plus the object faults on the point's own object and on the named objects it referred to (or
+that referred to it) when it first happened, each kind on the objects of its target kind;
+the MatrixOne faults on the components the target can make unreachable (HAKeeper and the
+lock service at every point, a pod's query service with the pod's faults).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from mochaos.explore.abstraction import ABSENT, EXISTS
 from mochaos.explore.points import Point, PointWatch
 from mochaos.faults import (
     FAULTS,
+    MATRIXONE,
     OBJECT,
     FaultKind,
+    MatrixOneFault,
     crash_after_write,
     fail_write,
     remove_label,
@@ -40,7 +44,8 @@ RELATED = ("CNClaimSet", "CNClaim", "Pod")
 """The kinds of related objects a point's faults also target, in the matrix's order."""
 HOLD_SECONDS = 10.0
 """How long ``hold-write`` holds the operator's write, and ``stale-view`` and ``unobserved``
-its view of a kind, before they let go on their own (operator seconds)."""
+its view of a kind, before they let go on their own, and a MatrixOne fault its component
+down (operator seconds)."""
 EXPLORED: dict[str, FaultKind] = {
     n: k for n, k in FAULTS.items() if k.explored and k is not restart_stale
 }
@@ -84,13 +89,27 @@ def parse_fault_kinds(text: str | None) -> tuple[str, ...]:
     return kinds
 
 
-def applicable(point: Point, kinds: tuple[str, ...], *, interposed: bool = True) -> list[RoleFault]:
+def _offered(kind: FaultKind, matrixone: tuple[str, ...]) -> bool:
+    """A MatrixOne fault is offered only when the target can make its component
+    unreachable (``matrixone``); every other kind is."""
+    return not isinstance(kind.apply, MatrixOneFault) or kind.apply.component in matrixone
+
+
+def applicable(
+    point: Point,
+    kinds: tuple[str, ...],
+    *,
+    interposed: bool = True,
+    matrixone: tuple[str, ...] = (),
+) -> list[RoleFault]:
     """The faults that apply to a point's role (the default matrix), of the given kinds:
     every kind of the point's own object's kind on it (the label's removal only when the
     pod carried one), every kind but the label's removal on the objects it is related to,
-    the operator's, and the interposer's on the point's object (a crash right after the
-    write of a write point; a hold, a failure, a frozen or coalesced view at a state the
-    operator read, see :func:`pruned`) when the learn run had an interposer (``interposed``)."""
+    the operator's and the namespace's MatrixOne's (those whose component the target can
+    make unreachable, ``matrixone``), and the interposer's on the point's object (a crash
+    right after the write of a write point; a hold, a failure, a frozen or coalesced view at
+    a state the operator read, see :func:`pruned`) when the learn run had an interposer
+    (``interposed``)."""
     own = point.role if point.named else POINT_TARGET
     if point.is_write:
         crash = interposed and crash_after_write.name in kinds
@@ -103,16 +122,26 @@ def applicable(point: Point, kinds: tuple[str, ...], *, interposed: bool = True)
         for i, (kind, target) in enumerate(targets)
         for name, k in EXPLORED.items()
         if k.target_kind == kind
+        and _offered(k, matrixone)
         and (k is not remove_label or (i == 0 and not gone and _labelled(point)))
     ]
     faults += [RoleFault(name) for name, k in EXPLORED.items() if k.target_kind is None]
+    faults += [
+        RoleFault(name)
+        for name, k in EXPLORED.items()
+        if k.target_kind == MATRIXONE and _offered(k, matrixone)
+    ]
     if interposed and not gone and point.read is not False:
         faults += [RoleFault(name, own) for name in VIEW]
     return [f for f in dict.fromkeys(faults) if f.kind in kinds]
 
 
 def pruned(
-    points: list[Point], kinds: tuple[str, ...], *, interposed: bool = True
+    points: list[Point],
+    kinds: tuple[str, ...],
+    *,
+    interposed: bool = True,
+    matrixone: tuple[str, ...] = (),
 ) -> tuple[list[tuple[Point, RoleFault]], dict[str, int]]:
     """The (point, fault) cells of the default matrix, and how many the learn run showed to
     be pointless, as Sieve prunes: a fault on the operator's view or writes at a state it
@@ -121,7 +150,7 @@ def pruned(
     cells, counts = [], {"never read": 0, "covered": 0}
     seen: set[tuple[str, str, str]] = set()
     for point in points:
-        for fault in applicable(point, kinds, interposed=interposed):
+        for fault in applicable(point, kinds, interposed=interposed, matrixone=matrixone):
             if fault.kind in VIEW and point.next_write:
                 key = (fault.kind, point.kind, point.next_write)
                 if key in seen:
@@ -160,6 +189,9 @@ def inject(
     scenario."""
     kind = FAULTS[fault.kind]
     o = sc.options
+    if isinstance(kind.apply, MatrixOneFault):  # down for a while, then back on its own
+        name = "" if kind.target_kind == MATRIXONE else _target_name(fault, watch, roles)
+        return sc.inject(kind(name, seconds=o.scaled(HOLD_SECONDS)), trigger=fired)
     if kind.target_kind is None:
         params = {"pause": {"seconds": o.scaled(PAUSE_SECONDS)},
                   "kill": {"downtime": o.scaled(KILL_DOWNTIME)}}.get(kind.name, {})  # fmt: skip

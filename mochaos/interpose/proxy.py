@@ -25,6 +25,8 @@ from mochaos.interpose.interposer_build import binary
 from mochaos.interpose.rules import Rule
 from mochaos.runstate import register_pid, unregister_pid
 
+OPERATOR_KUBECONFIG = "operator.kubeconfig"
+"""The file in an interposer's folder the operator's kubeconfig is written to."""
 START_TIMEOUT = 30.0
 """Seconds for the interposer to listen once started (a build before it is not counted)."""
 CONTROL_TIMEOUT = 10.0
@@ -47,7 +49,7 @@ class Interposer:
         sans: tuple[str, ...] = (),
     ) -> None:
         self.folder = folder
-        self.kubeconfig = folder / "operator.kubeconfig"
+        self.kubeconfig = folder / OPERATOR_KUBECONFIG
         """The operator's kubeconfig: the interposer as its server, its certificate as CA."""
         self.certificate = folder / "interposer-ca.pem"
         self.journal = folder / "interposer.jsonl"

@@ -55,6 +55,14 @@ def claim_refs(claim: Obj) -> frozenset[str]:
     return frozenset(p for p in (spec_pod(claim), source_pod(claim)) if p)
 
 
+def binding(claim: Obj) -> bool:
+    """The claim is binding: Pending (or no phase written yet) and naming no pod. Its bind
+    labels a pod ``Bound`` + ``claimed-by`` before it can name it (it must first reach
+    HAKeeper), and adopts such a pod as its orphan on its next pass
+    (cnclaim/controller.go:69-145 at 2301e3b)."""
+    return not spec_pod(claim) and (_status(claim).get("phase") or "") in ("", "Pending")
+
+
 def store_pod(claim: Obj) -> str:
     """The pod of the claim's store, ``status.store.string`` (quirk Q5); '' if unset."""
     return (_status(claim).get("store") or {}).get("string") or ""

@@ -10,18 +10,26 @@ are about no object of the test (a library logger inside the operator, e.g.
 MatrixOne's HAKeeper client of an in-cluster operator serving every namespace).
 Nor are optimistic-concurrency conflicts ("Operation cannot be fulfilled on …"): a
 conflict logged by the reconciler of one object is about another object it wrote, and
-whether it resolves is judged per object written by conflicts-resolve.
+whether it resolves is judged per object written by conflicts-resolve. Nor are the records
+logged while a scenario held one of MatrixOne's components unreachable (a
+``matrixone-fault`` period, and for one RPC timeout after it, the last call made before it
+ended): the operator's passes then retry a dependency that cannot answer, on its
+exponential backoff — which any controller-runtime operator runs past the budget in an
+outage of a few seconds — so they show no hot loop; what the fault does to the operator's
+work is judged by the other invariants, on a clock that keeps running.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from mochaos.config import CheckOptions
+from mochaos.ctrl.mo_components import RPC_TIMEOUT
 from mochaos.invariants.base import InvariantBase, Judge
 from mochaos.invariants.facts import CLAIM, Facts, Obj, ref
 from mochaos.invariants.verdict import Verdict
-from mochaos.observe.history import Entry, LogRecord
+from mochaos.observe.history import MATRIXONE_FAULT, Entry, LogRecord, PeriodEdge
 from mochaos.observe.vocabulary import FINALIZE_ATTEMPT, LogKind, classify, error_text
 
 _COUNTED = {LogKind.FINALIZE_ATTEMPT: "finalize", LogKind.ERROR: "error"}
@@ -45,12 +53,29 @@ class _Judge(Judge):
         self.windows: dict[tuple[str, str, str], deque[float]] = {}
         self.counts = dict.fromkeys(_COUNTED.values(), 0)
         self.failure: Verdict | None = None
+        self.faults: set[str] = set()
+        """The MatrixOne components a scenario holds unreachable now."""
+        self.faulted_until = -math.inf
+        """The end of the last such period, plus one RPC timeout (a call made before it)."""
+        self.left_out = 0
+
+    def _fault(self, edge: PeriodEdge) -> None:
+        if edge.edge == "start":
+            self.faults.add(edge.subject)
+        else:
+            self.faults.discard(edge.subject)
+            self.faulted_until = edge.t + self.options.scaled(RPC_TIMEOUT)
 
     def after(self, entry: Entry, prev: Obj | None) -> None:
+        if isinstance(entry, PeriodEdge) and entry.period == MATRIXONE_FAULT.name:
+            self._fault(entry)
         if self.failure is not None or not isinstance(entry, LogRecord) or not entry.name:
             return
         kind = _COUNTED.get(classify(entry))
         if kind is None or (kind == "error" and not entry.namespace):
+            return
+        if self.faults or entry.t <= self.faulted_until:
+            self.left_out += 1  # a retry of what the scenario made unreachable
             return
         self.counts[kind] += 1
         times = self.windows.setdefault((kind, entry.namespace, entry.name), deque())
@@ -72,9 +97,11 @@ class _Judge(Judge):
     def verdict(self, *, now: float | None, final: bool) -> Verdict:
         if self.failure is not None:
             return self.failure
+        faulted = (f"; {self.left_out} left out, logged while MatrixOne was made unreachable"
+                   if self.left_out else "")  # fmt: skip
         return self.invariant.passed(
             f"{self.counts['finalize']} '{FINALIZE_ATTEMPT}' and {self.counts['error']} "
-            "error record(s), within budget"
+            f"error record(s), within budget{faulted}"
         )
 
     def _fail(self, kind: str, record: LogRecord, count: int) -> Verdict:

@@ -5,7 +5,8 @@ turns them into OpenKruise workloads, the local cluster's kruise-manager turns t
 kwok pods, and its MatrixOne double serves the namespace's HAKeeper, TN lock service and
 CN query services on the namespace's own loopback address. The scenario's CNPool then
 uses the template and dependencies returned here. Client sessions on a CN (the platform
-agent's drain) go through the MatrixOne double's control interface.
+agent's drain) and the faults that make a component unreachable go through the MatrixOne
+double's control interface.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mochaos.ctrl.mo_components import HAKEEPER, LOCK_SERVICE, QUERY
 from mochaos.doubles import matrixone as mo_double
 from mochaos.doubles import state_dir
 from mochaos.doubles.matrixone import files as mo_files
-from mochaos.doubles.matrixone.client import ControlClient
-from mochaos.errors import InfraError
+from mochaos.doubles.matrixone.client import ControlClient, Refused
+from mochaos.errors import Inconclusive, InfraError
 from mochaos.kube import Cluster, api_client
 from mochaos.matrixone.storage import S3Store
 from mochaos.matrixone.topology import DEFAULT_MO_IMAGE, Topology, prepare_namespace
@@ -55,6 +57,33 @@ class DoubleSessions:
         self._held.clear()
 
 
+class DoubleFaults:
+    """The namespace's components made unreachable by the MatrixOne double, on the
+    addresses the operator dials (implements mochaos.operator.target.MatrixOneFaults)."""
+
+    components = (HAKEEPER, LOCK_SERVICE, QUERY)
+
+    def __init__(self, control: ControlClient, namespace: str) -> None:
+        self._control = control
+        self._namespace = namespace
+
+    def down(self, component: str, *, how: str) -> str:
+        """Take ``component`` down; its addresses. Inconclusive when the double runs
+        nothing there (no DN pod, no CN store for the pod)."""
+        try:
+            fault = self._control.set_fault(self._namespace, component, down=True, how=how)
+        except Refused as err:
+            if err.status == 404:
+                what = f"{component} could not be made unreachable: {err.what}"
+                raise Inconclusive(what) from err
+            raise
+        return ", ".join(fault.addresses)
+
+    def up(self, component: str) -> None:
+        """Bring ``component`` back (the double answers an up whatever was down)."""
+        self._control.set_fault(self._namespace, component, down=False)
+
+
 class LocalMatrixOne:
     """The MatrixOne of one namespace (see the module docstring)."""
 
@@ -69,6 +98,7 @@ class LocalMatrixOne:
         self._state = state_dir(cluster.state_dir, mo_double.NAME)
         self._control = ControlClient.from_state_dir(self._state)
         self.sessions = DoubleSessions(self._control, namespace)
+        self.faults = DoubleFaults(self._control, namespace)
         self.timings = local()
 
     @property

@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--user-agent", help="API user agent (default matrixone-operator-model/<profile>)"
     )
+    p.add_argument(
+        "--matrixone-faults",
+        type=Path,
+        help="JSON file of the model's MatrixOne components a scenario took down (read before "
+        "each call to MatrixOne; default: never down)",
+    )
     return p
 
 
@@ -94,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         timing=timing,
         log=log,
         max_idle=args.max_idle,
+        matrixone_faults=args.matrixone_faults,
     )
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

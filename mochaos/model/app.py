@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
+from pathlib import Path
 
 from mochaos.ctrl.informer import ADDED, DELETED, MODIFIED, Informer
+from mochaos.ctrl.mo_components import HAKEEPER
 from mochaos.ctrl.rest import CLAIMS, CLAIMSETS, PODS, POOLS, Kind, Kube, Obj
 from mochaos.model import claim, claimset, pool, store
 from mochaos.model.dict_helpers import annotations_of, labels_of
 from mochaos.model.event_recorder import EventRecorder
 from mochaos.model.hakeeper import HAKeeper, StoreCache, container_started, store_uuid
 from mochaos.model.logs import Logger
+from mochaos.model.matrixone_faults import Faults
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Client
 from mochaos.model.runtime.reconciler import Reconciler
@@ -73,7 +77,10 @@ class Model:
         timing: Timing,
         log: Logger,
         max_idle: int | None,
+        matrixone_faults: Path | None = None,
     ) -> None:
+        """``matrixone_faults``: the file a scenario takes the model's MatrixOne down in
+        (:mod:`mochaos.model.matrixone_faults`; None: it never is)."""
         self.profile = profile
         self.log = log
         self.stop_event = threading.Event()
@@ -83,11 +90,13 @@ class Model:
         }
         client = Client(kube, namespace, self.caches)
         self.events = EventRecorder(kube, log=log)
+        self.matrixone = Faults(matrixone_faults, hang=timing.hakeeper_discovery)
         hakeeper = HAKeeper(
             StoreCache(
                 stores=self._running_stores, refresh=timing.store_cache_refresh,
-                stop=self.stop_event,
-            )
+                stop=self.stop_event, reach=partial(self.matrixone.call, HAKEEPER),
+            ),
+            self.matrixone,
         )  # fmt: skip
         common = {"client": client, "timing": timing, "log": log, "events": self.events}
         self.claims = Reconciler(

@@ -29,6 +29,7 @@ from mochaos.model.dict_helpers import (
     selector_matches,
 )
 from mochaos.model.hakeeper import DRAINING, WORKING, HAKeeper, Store, read_score
+from mochaos.model.matrixone_faults import Unreachable
 from mochaos.model.profiles import Profile
 from mochaos.model.runtime.context import Context, OperatorError, ReSync, wrap
 from mochaos.model.timing import Timing, parse_time, since
@@ -412,8 +413,14 @@ class ClaimActor:
     # ------------------------------------------------------------------ reclaim (§4.7)
 
     def reclaim(self, ctx: Context, pod: Obj) -> None:
-        """reclaimCN (controller.go:301-338): store Draining, pod Draining without claimed-by."""
-        self.hakeeper.patch_store(pod, state=DRAINING, labels=None)
+        """reclaimCN (controller.go:301-338): store Draining, pod Draining without claimed-by.
+        HAKeeper unreachable is an error: the pod keeps its phase and label until a retry
+        gets through (only "does not exist" is skipped, and the model's HAKeeper never
+        answers that)."""
+        try:
+            self.hakeeper.patch_store(pod, state=DRAINING, labels=None)
+        except Unreachable as err:
+            raise wrap(err) from err
         extra = ctx.obj.get("spec", {}).get("additionalPodLabels") or {}
 
         def to_draining() -> None:

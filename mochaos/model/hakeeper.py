@@ -1,4 +1,5 @@
-"""HAKeeper and the CN query service as the model plays them: calls that always succeed.
+"""HAKeeper and the CN query service as the model plays them: calls that succeed at once,
+unless a scenario took HAKeeper down (:mod:`.matrixone_faults`).
 
 A store is in HAKeeper once its pod's main container runs; the operator sees HAKeeper's
 stores through its store cache (:class:`StoreCache`); the query service of a pod is its
@@ -14,9 +15,11 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from mochaos.ctrl.mo_components import HAKEEPER
 from mochaos.ctrl.objects import SCORE_ANNOTATION
 from mochaos.ctrl.rest import Obj
 from mochaos.model.dict_helpers import annotations_of
+from mochaos.model.matrixone_faults import Faults, Unreachable
 
 WORKING = 1
 DRAINING = 2
@@ -117,38 +120,60 @@ class StoreCache:
     cache, at the first ``GetClient`` (mocli/manager.go:77-93) — and filled at once
     (``NewCNCache`` → ``doRefresh``, cn_cache.go:46-52), then refilled every ``refresh``
     wall seconds (cn_cache.go:72-80). A store registered between two fills is not seen
-    until the next one.
+    until the next one. While HAKeeper is down (``reach`` raises Unreachable) the cache
+    cannot be built — the operator's client set is not made (``mocli/manager.go:141-150``)
+    — and a fill keeps what the cache held (``doRefresh`` logs and returns, cn_cache.go:
+    87-95).
     """
 
     def __init__(
-        self, *, stores: Callable[[], Iterable[str]], refresh: float, stop: threading.Event
+        self,
+        *,
+        stores: Callable[[], Iterable[str]],
+        refresh: float,
+        stop: threading.Event,
+        reach: Callable[[], None] = lambda: None,
     ) -> None:
         self._stores = stores
         self._refresh = refresh
         self._stop = stop
+        self._reach = reach
         self._lock = threading.Lock()
         self._cached: set[str] | None = None
 
     def has(self, uuid: str) -> bool:
-        """``GetCN``: whether the store is in the cache (built now on first use)."""
+        """``GetCN``: whether the store is in the cache (built now on first use; Unreachable
+        while HAKeeper is down and it was never built)."""
         with self._lock:
             if self._cached is None:
+                self._reach()
                 self._cached = set(self._stores())
                 threading.Thread(target=self._run, name="store-cache", daemon=True).start()
             return uuid in self._cached
 
     def _run(self) -> None:
         while not self._stop.wait(self._refresh):
+            try:
+                self._reach()
+            except Unreachable:
+                continue
             stores = set(self._stores())
             with self._lock:
                 self._cached = stores
 
 
 class HAKeeper:
-    """No-op HAKeeper: every call succeeds; its CN stores are the running CN pods."""
+    """No-op HAKeeper: every call succeeds unless a scenario took it down (``faults``: then
+    Unreachable, as the operator's client fails); its CN stores are the running CN pods."""
 
-    def __init__(self, cache: StoreCache) -> None:
+    def __init__(self, cache: StoreCache, faults: Faults | None = None) -> None:
         self.cache = cache
+        self.faults = faults
+
+    def reach(self) -> None:
+        """One call to HAKeeper: return when it is up, Unreachable when it is down."""
+        if self.faults is not None:
+            self.faults.call(HAKEEPER)
 
     def registered(self, pod: Obj) -> bool:
         """Whether the pod's store is in the operator's store cache."""
@@ -156,8 +181,10 @@ class HAKeeper:
 
     def patch_store(self, pod: Obj, *, state: int, labels: dict[str, list[str]] | None) -> Store:
         """PatchCNStore (+ UpdateCNLabel when ``labels`` is None); the cached store after it."""
+        self.reach()
         ip = pod.get("status", {}).get("podIP", "")
         return Store(uuid=store_uuid(pod), address=ip, work_state=state, labels=labels or {})
 
     def delete_store(self, uuid: str) -> None:
         """DeleteCNStore."""
+        self.reach()

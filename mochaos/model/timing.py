@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mochaos.ctrl.finalizers import STORE_DRAIN_TIMEOUT
+from mochaos.ctrl.mo_components import DISCOVERY_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,13 @@ class Timing:
     def store_cache_refresh(self) -> float:
         """How often the operator refills its copy of HAKeeper's CN stores (15 s)."""
         return self.wall(15)
+
+    # matrixone pkg/logservice/shardinfo.go:49, the HAKeeper client's discovery
+    @property
+    def hakeeper_discovery(self) -> float:
+        """How long a call to a hanging HAKeeper waits before it fails (1 s): the client's
+        connection is gone, and each call waits that long for HAKeeper's discovery."""
+        return self.wall(DISCOVERY_TIMEOUT)
 
     @property
     def store_drain_min_delay(self) -> float:

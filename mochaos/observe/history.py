@@ -133,10 +133,21 @@ OPERATOR_HELD = PeriodKind(
 )  # fmt: skip
 """A scenario's interposer rule held a write of the operator: the controller that sent it
 waits on it and cannot act meanwhile; its deadlines do not run."""
+MATRIXONE_FAULT = PeriodKind(
+    "matrixone-fault", stops_clock=False, excuse="",
+    start_text="MatrixOne's {subject} made unreachable by the scenario ({reason})",
+    end_text="MatrixOne's {subject} reachable again after {seconds}s",
+)  # fmt: skip
+"""A scenario made one of MatrixOne's components unreachable to the operator (a MatrixOne
+fault of mochaos.faults; ``subject`` the component, ``reason`` how: refuse or hang). Not an
+outage of its environment (:data:`DEPENDENCY_OUTAGE`: the MatrixOne double itself down,
+which no scenario made): keeping MatrixOne's clients working through its failures is the
+operator's job, so its deadlines keep running and what it does meanwhile is judged."""
 PERIOD_KINDS: dict[str, PeriodKind] = {
     k.name: k
-    for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, OPERATOR_BLIND, OPERATOR_HELD)
-}
+    for k in (APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, OPERATOR_BLIND, OPERATOR_HELD,
+              MATRIXONE_FAULT)
+}  # fmt: skip
 """Every kind of period, by name."""
 
 

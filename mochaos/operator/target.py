@@ -3,7 +3,8 @@
 :class:`OperatorTarget` is what ``--operator`` names (installed once per cluster, started
 per test namespace); :class:`RunningOperator` is one started operator, with what the
 scenario needs of its environment: the pool's template (:class:`PoolSpec`), client
-sessions on CNs (:class:`Sessions`) and how long its steps may take (:class:`Waits`).
+sessions on CNs (:class:`Sessions`), MatrixOne's components made unreachable
+(:class:`MatrixOneFaults`) and how long its steps may take (:class:`Waits`).
 """
 
 from __future__ import annotations
@@ -107,6 +108,26 @@ class Sessions(Protocol):
         ...
 
 
+class MatrixOneFaults(Protocol):
+    """MatrixOne's components (mochaos.ctrl.mo_components) made unreachable to the operator and
+    reachable again: how a scenario's MatrixOne fault lands. Each environment does it its
+    own way (the local cluster's MatrixOne double through its control interface, the model
+    through its fault file); none may touch more than the test namespace's MatrixOne."""
+
+    components: tuple[str, ...]
+    """The components it can take down (``hakeeper``, ``lockservice``, ``query``)."""
+
+    def down(self, component: str, *, how: str) -> str:
+        """Make ``component`` unreachable from now on (``how``: refuse or hang); what is
+        down, in a few words. Inconclusive when nothing runs there to take down (no CN
+        store for the pod): the fault would change nothing the operator sees."""
+        ...
+
+    def up(self, component: str) -> None:
+        """Make ``component`` reachable again (nothing to do when it is up)."""
+        ...
+
+
 class RunningOperator(Protocol):
     """One started operator target, watching one namespace (or the cluster)."""
 
@@ -119,6 +140,8 @@ class RunningOperator(Protocol):
     """What the scenario's CNPool needs on this target (None: the model's placeholder)."""
     sessions: Sessions
     waits: Waits
+    matrixone: MatrixOneFaults | None
+    """MatrixOne's components made unreachable (None: its environment cannot)."""
     interposer: Interposer | None
     """The interposer between the operator and the apiserver (None: it talks to it
     directly); a restart keeps it, a stop ends it."""
@@ -160,6 +183,9 @@ class OperatorTarget(Protocol):
     """Which CRDs the target brings: ``own`` (mo-chaos's schemas) or ``operator``."""
     time_scaled: bool
     """True when the target honours ``--time-scale`` (only the reference model does)."""
+    matrixone_components: tuple[str, ...]
+    """The MatrixOne components its scenarios can make unreachable (mochaos.ctrl.mo_components;
+    ``explore`` offers faults on those only)."""
     environment: Environment
     """What it needs running beside the control plane on the local cluster (its
     ``install`` makes sure it runs; the reference model needs nothing)."""

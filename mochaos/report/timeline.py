@@ -16,11 +16,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, CLAIMSET_LABEL, PHASE_LABEL, deleting, labels_of
-from mochaos.faults import of_action
+from mochaos.faults import RESTORE_MATRIXONE, of_action
 from mochaos.invariants.verdict import Verdict
 from mochaos.observe import vocabulary
 from mochaos.observe.churn import Churned, churned_pods
-from mochaos.observe.history import ActionRecord, Change, History, LogRecord, PeriodEdge
+from mochaos.observe.history import (
+    MATRIXONE_FAULT,
+    ActionRecord,
+    Change,
+    History,
+    LogRecord,
+    PeriodEdge,
+)
 from mochaos.observe.vocabulary import LogKind, classify, error_text, finalize_retries
 
 SHORT_KIND = {"CNClaim": "claim", "CNClaimSet": "claimset", "Pod": "pod", "CNPool": "pool"}
@@ -243,6 +250,8 @@ def _action_text(action: ActionRecord, effect: tuple[dict[str, Any] | None, Chan
         text = fault.render({**fault.defaults, **params}, prev)
     elif action.action == "request_migration":
         text = f"request migration pod/{params.get('source')} → pod/{params.get('target')}"
+    elif action.action == RESTORE_MATRIXONE:
+        text = f"make MatrixOne's {params.get('component')} reachable again"
     elif action.action == "create":
         replicas = _get(effect[1].obj, "spec", "replicas") if effect else None
         text = "create" if replicas is None else f"create (replicas {replicas})"
@@ -671,6 +680,8 @@ def _period_rows(rows: _Rows, history: History) -> None:
 
 
 def _period_object(edge: PeriodEdge) -> str:
+    if edge.period == MATRIXONE_FAULT.name:
+        return f"matrixone/{edge.subject}"
     return "operator" if edge.component == "operator" else "–"
 
 

@@ -21,9 +21,9 @@ import pytest
 
 from mochaos.ctrl.rest import Kube
 from mochaos.errors import Inconclusive, MochaosError, UsageError
-from mochaos.faults import Fault
+from mochaos.faults import FAULTS, Fault, MatrixOneFault
 from mochaos.kube import Cluster
-from mochaos.observe.history import ActionRecord
+from mochaos.observe.history import MATRIXONE_FAULT, ActionRecord, PeriodEdge
 from mochaos.observe.recorder import Recorder
 from mochaos.operator.target import RunningOperator
 from mochaos.progress import LOGGER, current_phase, phase
@@ -52,6 +52,7 @@ MOVED = {
     "nemesis": "sc.inject",
 }  # fmt: skip
 """What became of the Scenario methods of earlier versions (a one-line usage error)."""
+MATRIXONE_FAULTS = frozenset(n for n, k in FAULTS.items() if isinstance(k.apply, MatrixOneFault))
 
 
 class Scenario(Triggers):
@@ -145,12 +146,38 @@ class Scenario(Triggers):
                 since, _ = interposer.wait(since, timeout=min(left, 5.0), rule=rule_id)
 
     def release(self, fault: ActionRecord) -> dict[str, Any]:
-        """Release what an interposer fault holds now (its held writes go to the apiserver,
-        its held events to the operator) and end it; its rule's counters."""
+        """End a fault that holds something (what :meth:`inject` returned): an interposer
+        fault lets go of what it holds now (its held writes go to the apiserver, its held
+        events to the operator; its rule's counters are returned), a MatrixOne fault brings
+        its component back (``{"released": True}``, False when it was back already)."""
+        if fault.seq in self.writes.down or fault.fault in MATRIXONE_FAULTS:
+            return {"released": self.writes.restore(fault.seq)}
         rule_id, interposer = self._rule_of(fault)
         view = interposer.release(rule_id)
         self.recorder.mark(f"released {fault.action} {fault.kind}/{fault.name or '*'}")
         return view
+
+    def when_back(self, fault: ActionRecord, *, timeout: float) -> PeriodEdge:
+        """Wait until the component a MatrixOne fault (what :meth:`inject` returned) took
+        down is back — its seconds passed, or it was released: the end of its period in the
+        history. Inconclusive when it is not back within ``timeout`` wall seconds."""
+        component = fault.params.get("component")
+        if fault.fault not in MATRIXONE_FAULTS or not component:
+            raise UsageError(
+                f"{fault.action} {fault.kind}/{fault.name} is no MatrixOne fault",
+                hint="give what sc.inject returned for hakeeper_down, query_down, …",
+            )
+
+        def back(entry: object) -> bool:
+            return (isinstance(entry, PeriodEdge) and entry.period == MATRIXONE_FAULT.name
+                    and entry.edge == "end" and entry.subject == component)  # fmt: skip
+
+        with phase(f"waiting for MatrixOne's {component} to be back"):
+            edge = self.recorder.wait_for_entry(back, timeout=timeout, since=fault.seq)
+        if edge is None:
+            raise Inconclusive(f"not ready after {timeout:.0f}s: MatrixOne's {component} back")
+        assert isinstance(edge, PeriodEdge)
+        return edge
 
     def _rule_of(self, fault: ActionRecord) -> tuple[str, Any]:
         rule_id = self.writes.rules.get(fault.seq)
@@ -225,11 +252,16 @@ class Scenario(Triggers):
         return self.result
 
     def _let_go(self) -> None:
-        """Release every rule of the operator's interposer: the faults end with the test's
-        body, and nothing mo-chaos holds may be judged against the operator."""
-        interposer = self.operator.interposer
-        if interposer is not None and interposer.pid is not None and interposer.release_all():
-            self.recorder.mark("interposer rules released")
+        """Bring back every MatrixOne component a fault holds down and release every rule of
+        the operator's interposer: the faults end with the test's body, and nothing mo-chaos
+        holds may be judged against the operator (nor left behind it)."""
+        try:
+            if self.writes.restore_all():
+                self.recorder.mark("MatrixOne faults released")
+        finally:
+            interposer = self.operator.interposer
+            if interposer is not None and interposer.pid is not None and interposer.release_all():
+                self.recorder.mark("interposer rules released")
 
     def _moved_since_settle(self) -> bool:
         """Whether the test wrote something after it last settled."""
@@ -287,8 +319,9 @@ class Scenario(Triggers):
         return dict(self.checker.monitor.detections)
 
     def close(self) -> None:
-        """Stop background work (agent retries, monitor) and the API clients, release
-        whatever the operator's interposer still holds; idempotent."""
+        """Stop background work (agent retries, monitor) and the API clients, bring back
+        every MatrixOne component still down, release whatever the operator's interposer
+        still holds; idempotent."""
         self.agent.stop()
         self.checker.close()
         self._kubes = []

@@ -8,6 +8,13 @@ causes comes after it in the history) and completed with the resourceVersion the
 gave it, or with the apiserver's answer. A write given a trigger passes the gate
 (:mod:`._gate`) before it is sent and leaves its proof there after.
 
+A MatrixOne fault makes no write to the apiserver: the operator target's environment takes
+a component down (:meth:`Writes.inject`), a probe write dates it, and the component comes
+back when the fault's seconds pass, when the scenario releases it or at the end of the
+test's body (:meth:`Writes.restore`, :meth:`Writes.restore_all`); the period it stood is
+recorded, typed (``MATRIXONE_FAULT``). One the environment could not land (nothing runs
+there to take down) makes the scenario inconclusive, like a refused write.
+
 A write the apiserver refused (a 4xx answer: the object is gone, a conflict, invalid) makes
 the scenario inconclusive at once, with the apiserver's answer in the message — it did not
 happen, so nothing can be said of the interleaving it was for — unless the caller expects
@@ -20,16 +27,26 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mochaos.ctrl.objects import RUN_ID_LABEL
 from mochaos.ctrl.rest import KINDS, ApiError, Kube, Unreachable
 from mochaos.errors import Inconclusive, InfraError, MochaosError, UsageError
-from mochaos.faults import Fault, FaultKind, InterposerRule, ObjectWrite, OperatorCall, Proof
+from mochaos.faults import (
+    RESTORE_MATRIXONE,
+    Fault,
+    FaultKind,
+    InterposerRule,
+    MatrixOneFault,
+    ObjectWrite,
+    OperatorCall,
+    Proof,
+)
 from mochaos.interpose.rules import Field, Rule
-from mochaos.observe.history import ActionRecord, State
+from mochaos.observe.history import MATRIXONE_FAULT, ActionRecord, State
 from mochaos.observe.recorder import Recorder
-from mochaos.operator.target import RunningOperator
+from mochaos.operator.target import MatrixOneFaults, RunningOperator
 from mochaos.progress import LOGGER
 from mochaos.scenario._gate import Fired, Gate
 
@@ -77,6 +94,18 @@ def _answer(err: ApiError) -> str:
     return f"{head}: {err.message}" if err.message and err.message != head else head
 
 
+@dataclass(frozen=True)
+class Down:
+    """A component a MatrixOne fault holds down: what brings it back."""
+
+    component: str
+    faults: MatrixOneFaults
+    record: ActionRecord
+    """The fault's record."""
+    timer: threading.Timer | None = None
+    """Brings it back when the fault's seconds pass (None: held until released)."""
+
+
 class Writes:
     """The write path of one identity in one namespace (see the module docstring)."""
 
@@ -101,6 +130,8 @@ class Writes:
         self._lock = threading.Lock()
         self.rules: dict[int, str] = {}
         """The interposer rule each interposer fault's record stands for (by record seq)."""
+        self.down: dict[int, Down] = {}
+        """The MatrixOne components held down, by the seq of their fault's record."""
         check_scope(kube, namespace, run_id)
 
     # -- recording -----------------------------------------------------------------------
@@ -257,6 +288,8 @@ class Writes:
             )  # fmt: skip
         elif isinstance(kind.apply, InterposerRule):
             record = self._interposer_fault(fault, kind.apply, params, fired, state)
+        elif isinstance(kind.apply, MatrixOneFault):
+            record = self._matrixone_fault(fault, kind.apply, params, fired)
         else:
             record = self._operator_fault(fault, kind.apply, params, fired)
         LOGGER.info("fault injected: %s%s", fault.label, f" (when {fired.name})" if fired else "")
@@ -373,6 +406,96 @@ class Writes:
             operator.restart()
             self.record("restart_operator", "Operator", "operator")
         return record
+
+    def _matrixone_fault(
+        self, fault: Fault, spec: MatrixOneFault, params: dict[str, Any], fired: Fired | None
+    ) -> ActionRecord:
+        """One of MatrixOne's components made unreachable by the operator target's
+        environment, dated by a probe write just after it is down when its trigger is a
+        state; its period starts (brought back by :meth:`restore`)."""
+        faults = None if self._operator is None else self._operator.matrixone
+        if faults is None or spec.component not in faults.components:
+            raise UsageError(
+                f"{fault.label} needs a target whose MatrixOne can make {spec.component} "
+                "unreachable",
+                hint="a real manager on the local cluster (binary:, source:, image:: the "
+                "MatrixOne double); model:<p> plays HAKeeper only",
+            )
+        component = spec.of(fault.target)
+        with self._lock:
+            if any(d.component == component for d in self.down.values()):
+                raise UsageError(f"{fault.label}: {component} is already down",
+                                 hint="release the fault that holds it first")  # fmt: skip
+        try:
+            where = faults.down(component, how=params["how"])
+        except Inconclusive as err:
+            self._gate.refused(f"{fault.label} did not land: {err}")
+            raise
+        self._recorder.period(MATRIXONE_FAULT, "start", subject=component,
+                              reason=params["how"], component=self._component)  # fmt: skip
+        shown = {**{k: v for k, v in params.items() if v is not None},
+                 "component": component, "at": where}  # fmt: skip
+        record = self.record(fault.kind.action, fault.kind.target_kind or "",
+                             fault.target or component, params=shown, trigger=fired,
+                             fault=fault.kind.name)  # fmt: skip
+        timer = None
+        if params.get("seconds") is not None:
+            timer = threading.Timer(float(params["seconds"]), self._restore_later, (record.seq,))
+            timer.daemon = True
+        with self._lock:
+            self.down[record.seq] = Down(component, faults, record, timer)
+        if timer is not None:
+            timer.start()
+        if fired is not None and fired.predicate is not None:
+            self._gate.landed(self.probe(), fired, also=record)
+        elif fired is not None:
+            self._gate.landed(record, fired)
+        return record
+
+    def restore(self, seq: int) -> bool:
+        """Bring back the component the MatrixOne fault recorded at ``seq`` holds down and
+        end its period; False when it was not down (already brought back)."""
+        with self._lock:
+            down = self.down.pop(seq, None)
+        if down is None:
+            return False
+        if down.timer is not None:
+            down.timer.cancel()
+        try:
+            down.faults.up(down.component)
+        except BaseException:
+            with self._lock:  # still down: the end of the test tries again
+                self.down[seq] = Down(down.component, down.faults, down.record)
+            raise
+        self._recorder.period(MATRIXONE_FAULT, "end", subject=down.component,
+                              component=self._component)  # fmt: skip
+        self.record(RESTORE_MATRIXONE, down.record.kind, down.record.name,
+                    params={"fault": down.record.fault, "component": down.component})  # fmt: skip
+        LOGGER.info("fault released: %s %s", down.record.fault, down.record.name)
+        return True
+
+    def restore_all(self) -> int:
+        """Bring back every component a MatrixOne fault holds down (each is tried; the first
+        failure is raised after); how many were down."""
+        with self._lock:
+            seqs = list(self.down)
+        failed: BaseException | None = None
+        for seq in seqs:
+            try:
+                self.restore(seq)
+            except Exception as err:  # try the others: nothing may stay down past the test
+                failed = failed or err
+        if failed is not None:
+            raise failed
+        return len(seqs)
+
+    def _restore_later(self, seq: int) -> None:
+        """The timer of a fault with seconds: bring its component back (a failure leaves it
+        to the end of the test, which tries again)."""
+        try:
+            self.restore(seq)
+        except Exception as err:
+            LOGGER.warning("bringing back a MatrixOne component failed: %s", err)
 
 
 def _listed(kind: str, state: State, rv: int) -> dict[str, Any]:

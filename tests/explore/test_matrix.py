@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from mochaos.config import CheckOptions
 from mochaos.errors import UsageError
-from mochaos.explore.matrix import EXPLORED, RoleFault, applicable, parse_fault_kinds
+from mochaos.explore.matrix import EXPLORED, RoleFault, applicable, inject, parse_fault_kinds
 from mochaos.explore.points import extract
 
 from .histories import migration_learn_run
@@ -74,3 +77,33 @@ def test_faults_picks_kinds_and_refuses_unknown_ones():
 def test_slugs_are_test_ids():
     assert RoleFault("scale-in", "migrating set").slug == "scale-in.migrating-set"
     assert RoleFault("restart").slug == "restart"
+
+
+def test_matrixone_faults_join_the_matrix_on_the_components_the_target_takes_down():
+    point = _point("source pod: phase Bound → Draining")
+    assert not {"hakeeper-down", "lockservice-down", "query-down"} & {
+        f.kind for f in applicable(point, ALL)
+    }  # a target that can take nothing down (kind's real MatrixOne)
+    model = [f.label for f in applicable(point, ALL, matrixone=("hakeeper",))]
+    assert "hakeeper-down" in model and "lockservice-down" not in model
+    assert not any(label.startswith("query-down") for label in model)
+    real = applicable(point, ALL, matrixone=("hakeeper", "lockservice", "query"))
+    assert {RoleFault("hakeeper-down"), RoleFault("lockservice-down"),
+            RoleFault("query-down", "source pod")} <= set(real)  # fmt: skip
+
+
+def test_a_matrixone_fault_is_injected_for_a_while_on_its_component():
+    injected = []
+
+    def record(fault, trigger):
+        injected.append((fault, trigger))
+
+    sc = SimpleNamespace(options=CheckOptions(time_scale=0.5), inject=record)
+    watch = SimpleNamespace(matched="pool-x", point=None, name="p01")
+    inject(sc, RoleFault("hakeeper-down"), "fired", watch, {})
+    inject(sc, RoleFault("query-down", "point"), "fired", watch, {})
+    (down, trigger), (query, _) = injected
+    assert (down.kind.name, down.target, dict(down.params), trigger) == (
+        "hakeeper-down", "", {"seconds": 5.0, "how": "refuse"}, "fired",
+    )  # fmt: skip
+    assert (query.kind.name, query.target, query.params["seconds"]) == ("query-down", "pool-x", 5.0)

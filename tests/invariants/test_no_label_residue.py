@@ -112,3 +112,31 @@ def test_a_deleting_claim_s_label_says_so():
     assert INVARIANT.check(b.build(), OPTIONS).violation.message == (
         "pod B labelled claimed-by=X for over 15s while CNClaim X is being deleted"
     )
+
+
+def binding_for(seconds: float, *, then: str) -> HistoryBuilder:
+    """X's bind labels B (Bound, claimed-by=X) and cannot name it for ``seconds`` (HAKeeper
+    unreachable); ``then`` "binds" (X names B) or "moves on" (X binds C, B keeps its label)."""
+    b = HistoryBuilder()
+    b.at(0).pod("B", phase="Idle")
+    b.at(0).pod("C", phase="Idle")
+    b.at(1).claim("X")
+    b.at(2).pod("B", phase="Bound", claimed_by="X")
+    b.at(3).claim("X", phase="Pending")
+    if then == "binds":
+        b.at(2 + seconds).claim("X", pod="B", phase="Bound")
+    else:
+        b.at(2 + seconds).pod("C", phase="Bound", claimed_by="X")
+        b.at(2 + seconds).claim("X", pod="C", phase="Bound")
+    ticks(b, 3 + seconds, 3 + seconds + 40)
+    return b
+
+
+def test_a_bind_that_cannot_name_its_pod_yet_leaves_no_residue():
+    # green: a bind held up for longer than the grace (HAKeeper unreachable) still ends on B
+    assert INVARIANT.check(binding_for(30, then="binds").build(), OPTIONS).status == "pass"
+    # red: the claim bound another pod; B's label is residue from then on
+    moved_on = INVARIANT.check(binding_for(30, then="moves on").build(), OPTIONS)
+    assert moved_on.status == "fail"
+    assert moved_on.violation.t == 32 + 15
+    assert "CNClaim X does not reference it" in moved_on.violation.message

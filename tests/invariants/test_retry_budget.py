@@ -4,6 +4,7 @@ from dataclasses import replace
 
 from mochaos.config import CheckOptions
 from mochaos.invariants import IncrementalChecker, get
+from mochaos.observe.history import MATRIXONE_FAULT
 
 from support.builders import HistoryBuilder
 
@@ -128,3 +129,34 @@ def test_optimistic_concurrency_conflicts_are_not_error_records_of_a_loop():
     for t in range(11):
         b.at(t).log("error set pod terminating", name="pool", level="error", error="denied")
     assert INVARIANT.check(b.build(), OPTIONS).status == "fail"
+
+
+def bind_retries(*, faulted: bool) -> HistoryBuilder:
+    """Claim X's bind fails 13 times in 16 s on client-go's backoff, each attempt waiting
+    ~1 s on HAKeeper's discovery (the real manager at 2301e3b against a hanging HAKeeper);
+    with ``faulted``, while the scenario held HAKeeper unreachable."""
+    b = HistoryBuilder()
+    if faulted:
+        b.at(5).period(MATRIXONE_FAULT, "start", "hakeeper", "hang")
+    for i in range(13):
+        b.at(6 + i * 1.3).log("stack", name="X", level="error",
+                              error="error claim idle CN: context deadline exceeded")  # fmt: skip
+    if faulted:
+        b.at(25).period(MATRIXONE_FAULT, "end", "hakeeper")
+    return b
+
+
+def test_retries_against_a_matrixone_the_scenario_made_unreachable_are_no_hot_loop():
+    # red: the same errors with MatrixOne up are a hot loop
+    assert INVARIANT.check(bind_retries(faulted=False).build(), OPTIONS).status == "fail"
+    # green: logged while HAKeeper was held unreachable, they are the operator's backoff
+    verdict = INVARIANT.check(bind_retries(faulted=True).build(), OPTIONS)
+    assert verdict.status == "pass", verdict.violation
+    assert "13 left out, logged while MatrixOne was made unreachable" in verdict.note
+    # a call made before HAKeeper came back may fail up to one RPC timeout (10 s) after it;
+    # later ones count
+    b = bind_retries(faulted=True)
+    for i in range(11):
+        b.at(25 + 10 + 1 + i).log("stack", name="X", level="error", error="boom")
+    late = INVARIANT.check(b.build(), OPTIONS)
+    assert late.status == "fail" and late.violation.t == 46

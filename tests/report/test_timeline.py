@@ -8,7 +8,13 @@ import pytest
 
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL, PHASE_LABEL
 from mochaos.invariants.verdict import Verdict, Violation
-from mochaos.observe.history import APISERVER_OUTAGE, DEPENDENCY_OUTAGE, OPERATOR_FREEZE, History
+from mochaos.observe.history import (
+    APISERVER_OUTAGE,
+    DEPENDENCY_OUTAGE,
+    MATRIXONE_FAULT,
+    OPERATOR_FREEZE,
+    History,
+)
 from mochaos.report.result import ScenarioResult
 from mochaos.report.timeline import build_rows, render_markdown
 
@@ -362,3 +368,28 @@ def test_each_end_of_a_period_is_a_row_in_its_kinds_words():
         ("cluster", "dependency matrixone available again after 6.0s"),
         ("cluster", "dependency kruise available again after ?s"),
     ]
+
+
+def test_a_matrixone_fault_shows_as_the_scenarios_action_and_its_own_period():
+    b = HistoryBuilder()
+    b.at(20).period(MATRIXONE_FAULT, "start", "hakeeper", "hang")
+    b.at(20).action("hakeeper_down", "MatrixOne", "hakeeper", fault="hakeeper-down",
+                    params={"seconds": 30.0, "how": "hang", "at": "127.144.0.2:32001"})  # fmt: skip
+    b.at(50).period(MATRIXONE_FAULT, "end", "hakeeper")
+    b.at(50).action("restore_matrixone", "MatrixOne", "hakeeper",
+                    params={"fault": "hakeeper-down", "component": "hakeeper"})  # fmt: skip
+    rows = build_rows(b.history(), [])
+    assert [(r.object, r.event, r.action) for r in rows] == [
+        ("matrixone/hakeeper", "MatrixOne's hakeeper made unreachable by the scenario (hang)",
+         False),
+        ("matrixone/hakeeper", "make MatrixOne's HAKeeper unreachable (hang) for 30 s", True),
+        ("matrixone/hakeeper", "MatrixOne's hakeeper reachable again after 30.0s", False),
+        ("matrixone/hakeeper", "make MatrixOne's hakeeper reachable again", True),
+    ]  # fmt: skip
+    query = HistoryBuilder()
+    query.at(1).action("query_down", "Pod", "pool-cn-1", fault="query-down",
+                       params={"how": "refuse"})  # fmt: skip
+    (row,) = build_rows(query.history(), [])
+    assert (row.object, row.event) == (
+        "pod/pool-cn-1", "make the CN's query service unreachable (refuse) until released",
+    )  # fmt: skip

@@ -9,10 +9,9 @@ import json
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-from mochaos.cluster.local.supervisor import KUBECONFIG_FILE
+from mochaos.interpose.proxy import OPERATOR_KUBECONFIG as INTERPOSER_KUBECONFIG
 from mochaos.observe.history import OPERATOR_FREEZE, History
 
 from support.child_runs import CHILD, ROOT, child_env, needs_binaries, run_child
@@ -34,11 +33,12 @@ when its thread is scheduled, a moment later on a loaded machine."""
 @needs_binaries
 def test_an_operator_frozen_from_outside_is_never_failed(isolated_cluster, tmp_path):
     env = child_env(**isolated_cluster)
-    name, state = isolated_cluster["MOCHAOS_CLUSTER_NAME"], isolated_cluster["MOCHAOS_STATE"]
-    kubeconfig = Path(state) / "kwok" / "clusters" / name / KUBECONFIG_FILE
     freezes = tmp_path / "freezes.jsonl"
+    # The child's operators, each talking to the apiserver through its own interposer (the
+    # interposer's command line names that kubeconfig too, never before --namespace).
+    operator = f"{INTERPOSER_KUBECONFIG} --namespace"
     freezer = subprocess.Popen(
-        [sys.executable, str(CHILD / "freezer.py"), "--match", f"{kubeconfig} --namespace",
+        [sys.executable, str(CHILD / "freezer.py"), "--match", str(tmp_path), "--match", operator,
          "--seconds", str(FREEZE), "--after", *map(str, AFTER), "--out", str(freezes)],
         cwd=ROOT,
     )  # fmt: skip

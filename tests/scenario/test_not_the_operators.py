@@ -1,6 +1,8 @@
 """Violations seen while a dependency of the operator was down are an infrastructure error
 naming it; seen while someone other than the framework had the operator's process stopped,
-inconclusive; with the framework's own pause fault, the verdict stands."""
+inconclusive; with the framework's own pause fault, the verdict stands. A MatrixOne
+component the scenario made unreachable is no dependency down: what the operator does
+meanwhile is its verdict."""
 
 from __future__ import annotations
 
@@ -10,7 +12,15 @@ import pytest
 
 from mochaos.config import CheckOptions
 from mochaos.errors import Inconclusive, InfraError
-from mochaos.observe.history import DEPENDENCY_OUTAGE, OPERATOR_FREEZE, History, State
+from mochaos.invariants.judged import OperatorClock
+from mochaos.observe.history import (
+    DEPENDENCY_OUTAGE,
+    MATRIXONE_FAULT,
+    OPERATOR_FREEZE,
+    History,
+    PeriodKind,
+    State,
+)
 from mochaos.scenario._checker import Checker, RunInfo, not_the_operators
 from mochaos.scenario._triggers import RecorderTriggers
 
@@ -65,6 +75,27 @@ def test_a_dependency_down_makes_it_an_infrastructure_error_naming_it():
                             "during the scenario: matrixone for 20.0s (not running)")  # fmt: skip
 
 
+def _down(kind: PeriodKind, subject: str) -> History:
+    """The same 20 s of MatrixOne's ``subject`` unreachable, typed as ``kind``."""
+    b = never_converges(HistoryBuilder())
+    b.at(150).period(kind, "start", subject, "refuse")
+    b.at(170).period(kind, "end", subject)
+    return build(b)
+
+
+def test_a_matrixone_fault_the_scenario_injected_is_judged_an_outage_of_the_double_is_not():
+    # green: the scenario made HAKeeper unreachable — the violation is the operator's
+    injected = _down(MATRIXONE_FAULT, "hakeeper")
+    assert not_the_operators(injected) is None
+    assert outcome(injected)[0] == "failed"
+    # red: the double itself was down (no scenario made it so) — an infrastructure error
+    outage = _down(DEPENDENCY_OUTAGE, "matrixone")
+    assert outcome(outage)[0] == "error"
+    # and the operator's deadlines run on through the fault, not through the outage
+    assert OperatorClock.of(injected).outages == ()
+    assert OperatorClock.of(outage).outages == ((150.0, 170.0),)
+
+
 def test_an_outside_freeze_makes_it_inconclusive():
     b = never_converges(HistoryBuilder())
     b.at(100).period(OPERATOR_FREEZE, "start", "4242", "SIGSTOP")
@@ -106,6 +137,11 @@ def test_a_wait_that_timed_out_while_a_dependency_was_down_names_it():
         RecorderTriggers(TimedOut(b.build())).when(lambda s: False, timeout=0.1, what="two pods")
     with pytest.raises(Inconclusive, match="not ready after 0s: two pods"):
         RecorderTriggers(TimedOut(History())).when(lambda s: False, timeout=0.1, what="two pods")
+    # a wait that timed out while the scenario held HAKeeper down is on the operator
+    b = HistoryBuilder()
+    b.at(now - 1).period(MATRIXONE_FAULT, "start", "hakeeper", "hang")
+    with pytest.raises(Inconclusive, match="not ready after 0s: two pods"):
+        RecorderTriggers(TimedOut(b.build())).when(lambda s: False, timeout=0.1, what="two pods")
 
 
 def cut_short(history: History):

@@ -1,12 +1,14 @@
 """Typed client of the MatrixOne double's control interface (HTTP + JSON on 127.0.0.1).
 
 Scenarios hold sessions on a CN (the platform agent's "drain" is a CN with open sessions)
-and release them, set replica / pipeline counts and lock-service state, and read what
-HAKeeper reports::
+and release them, set replica / pipeline counts and lock-service state, make a component
+the operator dials unreachable and bring it back (a fault), and read what HAKeeper
+reports::
 
     mo = ControlClient.from_state_dir(state_dir)
     mo.set_sessions("ns", "pool-cn-x7k2p", 3)
     assert mo.stores("ns").cn_by_pod("pool-cn-x7k2p").work_state == "Working"
+    mo.set_fault("ns", "hakeeper", down=True, how="hang")
 """
 
 from __future__ import annotations
@@ -78,6 +80,27 @@ class Sessions:
 
 
 @dataclass(frozen=True)
+class ComponentFault:
+    """A component of a namespace's MatrixOne that a fault holds down (or just released)."""
+
+    component: str
+    """``hakeeper``, ``lockservice`` or ``query/<pod>`` (mochaos.ctrl.mo_components)."""
+    how: str
+    """``refuse`` or ``hang``; empty in the answer to an up."""
+    addresses: tuple[str, ...]
+    """Where the operator dials it."""
+
+
+class Refused(UsageError):
+    """The double refused a call: bad input (``status`` 400) or nothing of that name
+    (404: an unknown namespace or pod, a component with nothing running)."""
+
+    def __init__(self, what: str, *, hint: str = "", status: int) -> None:
+        super().__init__(what, hint=hint)
+        self.status = status
+
+
+@dataclass(frozen=True)
 class LockState:
     """What the TN's lock-table allocator knows of a CN's lock service."""
 
@@ -124,7 +147,9 @@ class ControlClient:
             except json.JSONDecodeError:
                 message = str(err.reason)
             if err.code in (400, 404):
-                raise UsageError(f"MatrixOne double: {message}", hint=f"{method} {path}") from err
+                raise Refused(
+                    f"MatrixOne double: {message}", hint=f"{method} {path}", status=err.code
+                ) from err
             raise InfraError(f"MatrixOne double: {message}", hint=f"{method} {path}") from err
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
@@ -256,6 +281,30 @@ class ControlClient:
         if remain_txns is not None:
             body["remainTxns"] = remain_txns
         return _lock(self._knob(namespace, pod, "lock", body))
+
+    # -- faults ------------------------------------------------------------
+
+    def set_fault(
+        self, namespace: str, component: str, *, down: bool, how: str = "refuse"
+    ) -> ComponentFault:
+        """Make ``component`` of the namespace's MatrixOne unreachable to the operator
+        (``down``; ``how`` refuse or hang), or reachable again. Refused (404) when nothing
+        runs there to take down; an up always succeeds."""
+        body: dict[str, Any] = {"mode": "down", "how": how} if down else {"mode": "up"}
+        raw = self._call("PUT", f"/v1/namespaces/{namespace}/faults/{component}", body)
+        return _fault(raw["fault"])
+
+    def faults(self, namespace: str) -> list[ComponentFault]:
+        """The faults standing in the namespace's MatrixOne."""
+        raw = self._call("GET", f"/v1/namespaces/{namespace}/faults")
+        return [_fault(f) for f in raw["faults"]]
+
+
+def _fault(raw: dict[str, Any]) -> ComponentFault:
+    return ComponentFault(
+        component=raw["component"], how=raw.get("how", ""),
+        addresses=tuple(raw.get("addresses") or ()),
+    )  # fmt: skip
 
 
 def _sessions(raw: dict[str, Any]) -> Sessions:

@@ -71,6 +71,8 @@ class InClusterOperator:
         self.user_agent = USER_AGENT
         self.interposer = None
         """In the cluster the operator talks to the apiserver directly."""
+        self.matrixone = None
+        """Faults on the cluster's real MatrixOne are not made here (no double to steer)."""
         self.username = f"system:serviceaccount:{namespace}:{deployment}"
         self.api = api_client
         self.namespace = namespace

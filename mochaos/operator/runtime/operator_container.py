@@ -28,7 +28,7 @@ from mochaos.interpose.proxy import Interposer
 from mochaos.kube import Cluster
 from mochaos.kubeconfig import referenced_files
 from mochaos.operator.runtime.manager_launch import ManagerLaunch, ready_in_log
-from mochaos.operator.target import PoolSpec, Sessions, Waits
+from mochaos.operator.target import MatrixOneFaults, PoolSpec, Sessions, Waits
 from mochaos.runstate import register_container, unregister_container
 from mochaos.tooling.docker_cli import ENGINE_ENV, DockerCli, daemon_reason
 from mochaos.tooling.followed_files import follow_file, log_size, read_lines, tail
@@ -165,6 +165,7 @@ class OperatorContainer:
         ready: Callable[[Sequence[str]], bool] = ready_in_log,
         pool_spec: PoolSpec | None = None,
         interposer: Interposer | None = None,
+        matrixone: MatrixOneFaults | None = None,
     ) -> None:
         self.docker = docker
         self.spec = spec
@@ -175,6 +176,7 @@ class OperatorContainer:
         self.sessions = sessions
         self.waits = waits
         self.pool_spec = pool_spec
+        self.matrixone = matrixone
         self.interposer = interposer
         """The interposer between this operator and the apiserver (None: direct)."""
         self._ready = ready

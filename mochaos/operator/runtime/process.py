@@ -19,7 +19,7 @@ from mochaos import exits
 from mochaos.errors import InfraError, UsageError
 from mochaos.interpose.proxy import Interposer
 from mochaos.observe.periods import stopped
-from mochaos.operator.target import PoolSpec, Sessions, Waits
+from mochaos.operator.target import MatrixOneFaults, PoolSpec, Sessions, Waits
 from mochaos.runstate import register_pid, unregister_pid
 from mochaos.tooling.followed_files import follow_file, log_size, read_lines, tail
 
@@ -47,6 +47,7 @@ class OperatorProcess:
         pool_spec: PoolSpec | None = None,
         pass_fds: tuple[int, ...] = (),
         interposer: Interposer | None = None,
+        matrixone: MatrixOneFaults | None = None,
     ) -> None:
         self.target = target
         self.version = version
@@ -60,6 +61,8 @@ class OperatorProcess:
         self.sessions = sessions
         self.waits = waits
         self.pool_spec = pool_spec
+        self.matrixone = matrixone
+        """MatrixOne's components made unreachable (None: its environment cannot)."""
         self._pass_fds = pass_fds
         self.interposer = interposer
         """The interposer between this operator and the apiserver (None: direct); it lives

@@ -105,7 +105,7 @@ class ContainerTarget(ManagerTarget):
         return OperatorContainer(
             docker=self.docker, spec=spec, target=self.spec, version=self.version,
             user_agent=Path(self.entrypoint).name, log_path=log_path,
-            ready_timeout=self.ready_timeout, sessions=env.sessions,
+            ready_timeout=self.ready_timeout, sessions=env.sessions, matrixone=env.faults,
             waits=Waits.of(env.timings),
         )  # fmt: skip
 

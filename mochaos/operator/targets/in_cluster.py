@@ -45,6 +45,8 @@ class InClusterTarget:
     version: str
     crds = "operator"
     time_scaled = False
+    matrixone_components: tuple[str, ...] = ()
+    """No fault on the cluster's real MatrixOne: there is no double to steer."""
     environment = Environment()
     """On kind or an existing cluster the operator's chart (or the cluster) brings OpenKruise."""
 

@@ -26,7 +26,7 @@ from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.errors import InfraError, UsageError
 from mochaos.kruise import pin as kruise_pin
 from mochaos.kube import Cluster, api_client
-from mochaos.matrixone.local import LocalMatrixOne
+from mochaos.matrixone.local import DoubleFaults, LocalMatrixOne
 from mochaos.operator.runtime.manager_launch import ManagerLaunch, ready_in_log
 from mochaos.operator.runtime.operator_container import OperatorContainer
 from mochaos.operator.runtime.process import OperatorProcess
@@ -86,6 +86,7 @@ class ManagerTarget:
     images: tuple[str, ...] = ()
     crds = "operator"
     time_scaled = False
+    matrixone_components = DoubleFaults.components
     webhook_port = webhooks.PORT
     """Where the webhook host serves: the manager's fixed port (a stand-in's in tests)."""
 
@@ -159,7 +160,7 @@ class ManagerTarget:
         return OperatorProcess(
             target=self.spec, version=self.version, user_agent=self.binary.name, command=argv,
             log_path=log_path, ready=lambda p: ready_in_log(p.log_lines()), env=penv,
-            ready_timeout=self.ready_timeout, sessions=env.sessions,
+            ready_timeout=self.ready_timeout, sessions=env.sessions, matrixone=env.faults,
             waits=Waits.of(env.timings),
         )  # fmt: skip
 

@@ -12,9 +12,11 @@ from kubernetes import client
 from mochaos.cluster.environment import Environment
 from mochaos.config import CheckOptions
 from mochaos.crds import install, own_crds
+from mochaos.ctrl.mo_components import HAKEEPER
 from mochaos.ctrl.objects import SCORE_ANNOTATION
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster, api_client
+from mochaos.model.matrixone_faults import write_fault
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.runtime.process import OperatorProcess
 from mochaos.operator.runtime.via_interposer import interposer_for
@@ -68,6 +70,35 @@ class ScoreAnnotationSessions:
         """Nothing to release: the annotation goes with the pod."""
 
 
+class ModelFaults:
+    """The model's own MatrixOne made unreachable: components written into the fault file
+    the model reads before each call to MatrixOne (mochaos.model.matrixone_faults).
+    Implements mochaos.operator.target.MatrixOneFaults for HAKeeper only: the model's
+    query services are the score annotation the scenario writes, and it has no lock
+    service."""
+
+    components = (HAKEEPER,)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def down(self, component: str, *, how: str) -> str:
+        """Take ``component`` down in the model (UsageError: a component it does not play)."""
+        if component not in self.components:
+            raise UsageError(
+                f"the model cannot make {component} unreachable: it plays HAKeeper only (its "
+                "query services are the score annotation the scenario writes; it has no lock "
+                "service)",
+                hint="fault the lock service or a query service on a real manager",
+            )
+        write_fault(self.path, component, how)
+        return f"the model's {component}"
+
+    def up(self, component: str) -> None:
+        """Bring ``component`` back in the model."""
+        write_fault(self.path, component, None)
+
+
 class ModelTarget:
     """Installs our CRDs and starts ``python -m mochaos.model`` per namespace."""
 
@@ -76,6 +107,7 @@ class ModelTarget:
     time_scaled = True
     environment = Environment()
     """The model makes its pods itself: no workload controller, no MatrixOne double."""
+    matrixone_components = ModelFaults.components
 
     def __init__(self, *, profile: str, time_scale: float = 1.0, interposer: str = "on") -> None:
         if profile not in PROFILES and profile not in ALIASES:
@@ -99,6 +131,7 @@ class ModelTarget:
         ready_file = log_dir / "operator.ready"
         user_agent = f"matrixone-operator-model/{self.profile}"
         via = interposer_for(cluster, log_dir, mode=self.interposer)
+        faults = ModelFaults(log_dir / "matrixone-faults.json")
         command = [
             sys.executable, "-m", "mochaos.model",
             "--profile", self.profile,
@@ -108,6 +141,7 @@ class ModelTarget:
             "--ready-file", str(ready_file),
             "--time-scale", repr(self.time_scale),
             "--user-agent", user_agent,
+            "--matrixone-faults", str(faults.path),
         ]  # fmt: skip
         if cluster.context and via is None:
             command += ["--context", cluster.context]
@@ -121,6 +155,7 @@ class ModelTarget:
             sessions=ScoreAnnotationSessions(cluster, namespace),
             waits=model_waits(self.time_scale),
             interposer=via,
+            matrixone=faults,
         )
         try:
             proc.start()

@@ -14,7 +14,13 @@ import pytest
 
 from mochaos.doubles import DoubleContext
 from mochaos.doubles.matrixone import SPEC, address_pool, files
-from mochaos.doubles.matrixone.client import ControlClient, LockState, Sessions
+from mochaos.doubles.matrixone.client import (
+    ComponentFault,
+    ControlClient,
+    LockState,
+    Refused,
+    Sessions,
+)
 from mochaos.errors import InfraError, UsageError
 
 STORES = {
@@ -42,6 +48,13 @@ ROUTES: dict[tuple[str, str], tuple[int, dict]] = {
     ("PUT", "/v1/namespaces/ns/pods/gone/sessions"): (
         404, {"error": "pod ns/gone runs no CN store"}),
     ("GET", "/v1/namespaces/ns/pods/cn-1/replicas"): (500, {"error": "HAKeeper: timeout"}),
+    ("PUT", "/v1/namespaces/ns/faults/hakeeper"): (200, {"mode": "down", "fault": {
+        "component": "hakeeper", "how": "hang", "since": "2026-01-01T00:00:00Z",
+        "addresses": ["127.100.0.2:32001"]}}),
+    ("PUT", "/v1/namespaces/ns/faults/query/gone"): (
+        404, {"error": "namespace ns runs no CN store for pod gone"}),
+    ("GET", "/v1/namespaces/ns/faults"): (200, {"namespace": "ns", "faults": [
+        {"component": "lockservice", "how": "refuse", "addresses": ["127.100.0.2:6003"]}]}),
 }  # fmt: skip
 
 
@@ -109,6 +122,23 @@ def test_errors_are_usage_or_infrastructure(server: str) -> None:
     with pytest.raises(InfraError, match="not reachable"):
         ControlClient(closed, timeout=2).stores("ns")
     assert "not answering" in (ControlClient(closed, timeout=2).health_problem() or "")
+
+
+def test_faults_go_down_and_up_and_a_missing_component_is_refused_with_its_status(
+    server: str,
+) -> None:
+    mo = ControlClient(server)
+    assert mo.set_fault("ns", "hakeeper", down=True, how="hang") == ComponentFault(
+        "hakeeper", "hang", ("127.100.0.2:32001",)
+    )
+    assert _Handler.received[-1] == ("PUT", "/v1/namespaces/ns/faults/hakeeper",
+                                     {"mode": "down", "how": "hang"})  # fmt: skip
+    mo.set_fault("ns", "hakeeper", down=False)
+    assert _Handler.received[-1][2] == {"mode": "up"}
+    with pytest.raises(Refused, match="runs no CN store for pod gone") as err:
+        mo.set_fault("ns", "query/gone", down=True)
+    assert err.value.status == 404 and isinstance(err.value, UsageError)
+    assert mo.faults("ns") == [ComponentFault("lockservice", "refuse", ("127.100.0.2:6003",))]
 
 
 def test_health_through_the_spec(server: str, tmp_path: Path) -> None:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
+import threading
+import time
 
 import pytest
 from kubernetes import client
 
 from mochaos.doubles.matrixone import SPEC, build, files
+from mochaos.doubles.matrixone.client import ComponentFault, Refused
 from mochaos.errors import UsageError
+from mochaos.observe.periods import watch
 
 from ..waiting import wait_for
 
@@ -53,12 +59,16 @@ def running(mo, namespace: str) -> bool:
     return mo.clusters().get(namespace, {}).get("state") == "running"
 
 
-def probe(*args: str) -> dict:
-    """`matrixone-double probe …`: the operator's own clients against an address."""
+def probe(*args: str, fails: bool = False) -> dict:
+    """`matrixone-double probe …`: the operator's own clients against an address (with
+    ``fails``: the call must fail; its error as ``{"error"}``)."""
     binary = build.component().path(build.BINARY)
     out = subprocess.run(
         [str(binary), "probe", *args], capture_output=True, text=True, timeout=60, check=False
     )
+    if fails:
+        assert out.returncode != 0, f"the probe answered: {out.stdout}"
+        return {"error": out.stderr.strip().splitlines()[-1]}
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -214,3 +224,47 @@ def test_health_reports_a_stopped_double(mo_double) -> None:
     stopped.state_dir.mkdir(exist_ok=True)
     problem = SPEC.health(stopped)
     assert problem is not None and "no control address" in problem
+
+
+def test_a_fault_is_no_outage_but_a_frozen_double_is(mo_double, mo_namespace: str) -> None:
+    """The recorder's own probe of the double (periods.watch over the health check that
+    LocalProvider.dependency_checks runs): HAKeeper made unreachable to the operator records
+    no outage — though the operator's own client cannot reach it — while the double frozen
+    (SIGSTOP: the whole process down for every namespace) records one."""
+    mo = mo_double.client
+    tns = wait_for(lambda: running(mo, mo_namespace) and mo.stores(mo_namespace).tn,
+                   timeout=30, what="the cluster with its TN")  # fmt: skip
+    address = f"{mo.stores(mo_namespace).address}:32001"
+    with pytest.raises(Refused, match="runs no CN store for pod no-such-pod") as err:
+        mo.set_fault(mo_namespace, "query/no-such-pod", down=True)
+    assert err.value.status == 404
+    edges: list[tuple[str, str]] = []
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch, args=(lambda: SPEC.health(mo_double.ctx),), daemon=True,
+        kwargs={"edge": lambda which, **kw: edges.append((which, kw.get("reason", ""))),
+                "stop": stop},
+    )  # fmt: skip
+    watcher.start()
+    try:
+        fault = mo.set_fault(mo_namespace, "hakeeper", down=True)
+        assert fault == ComponentFault("hakeeper", "refuse", (address,))
+        assert mo.faults(mo_namespace) == [fault]
+        assert "refused" in probe("details", "--address", address, fails=True)["error"]
+        time.sleep(1.0)  # four looks of the probe with the fault standing
+        assert edges == [], edges
+        mo.set_fault(mo_namespace, "hakeeper", down=False)
+        assert mo.faults(mo_namespace) == []
+        assert probe("details", "--address", address)["tnStores"] == [
+            {"uuid": tns[0].uuid, "lockServiceAddress": tns[0].lock_service_address}
+        ]
+        os.kill(mo_double.process.pid, signal.SIGSTOP)
+        try:
+            wait_for(lambda: edges, timeout=40, what="the frozen double recorded as an outage")
+        finally:
+            os.kill(mo_double.process.pid, signal.SIGCONT)
+        wait_for(lambda: len(edges) == 2, timeout=40, what="its end")
+    finally:
+        stop.set()
+        watcher.join(timeout=30)
+    assert [e for e, _ in edges] == ["start", "end"] and "not answering" in edges[0][1], edges

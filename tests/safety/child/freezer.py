@@ -42,7 +42,12 @@ def _cmdline(pid: int) -> str:
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--match", required=True)
+    p.add_argument(
+        "--match",
+        required=True,
+        action="append",
+        help="a text the command line contains (repeat: all of them)",
+    )
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--after", type=float, nargs=2, required=True)
     p.add_argument("--out", type=Path, required=True)
@@ -71,7 +76,7 @@ def main(argv: list[str]) -> int:
         listed = now_listed
         for pid, since in list(fresh.items()):
             cmdline = _cmdline(pid)
-            if args.match in cmdline:
+            if all(text in cmdline for text in args.match):
                 del fresh[pid]
                 due[pid] = now + rng.uniform(*args.after)
                 namespace[pid] = _argument(cmdline, "--namespace")
