@@ -46,7 +46,7 @@ def failed_write(call: ApiCall) -> bool:
 class _Streak:
     first: float
     statuses: Counter[int] = field(default_factory=Counter)
-    verbs: Counter[str] = field(default_factory=Counter)
+    verbs: set[str] = field(default_factory=set)
 
     @property
     def length(self) -> int:
@@ -90,7 +90,7 @@ class _Judge(Judge):
         self.failed += 1
         streak = self.streaks.setdefault(key, _Streak(first=entry.t))
         streak.statuses[entry.status] += 1
-        streak.verbs[entry.verb] += 1
+        streak.verbs.add(entry.verb)
         if self._stuck(streak, entry.t):
             self.failure = self._fail(key, streak, entry.t, entry.seq)
 

@@ -37,20 +37,15 @@ class EveryFinalizerCompletes(InvariantBase):
 class _Judge(DeadlineJudge):
     seen = "finalizer removal(s) due"
 
-    def __init__(self, invariant: InvariantBase, options: CheckOptions, facts: Facts) -> None:
-        super().__init__(invariant, options, facts)
-        self.due: dict[tuple[str, str], set[str]] = {}
-        """The finalizers whose removal is due, per (kind, name)."""
-
     def after(self, entry: Entry, prev: Obj | None) -> None:
-        if not isinstance(entry, Change) or entry.kind == "Event":
+        if not isinstance(entry, Change):
             return
         obj_key = (entry.kind, entry.name)
         held = set() if entry.event == "DELETED" else set(finalizers(entry.obj))
-        for name in self.due.get(obj_key, set()) - held:
+        had = set(finalizers(prev)) if prev is not None else set()
+        for name in had - held:  # removed (or the object gone): its obligation, if any, met
             self.deadlines.close((*obj_key, name))
-            self.due[obj_key].discard(name)
-        why = _due(entry.obj) if held else None
+        why = _due(entry.obj)
         if why is None:
             return
         for name in sorted(held):
@@ -62,7 +57,6 @@ class _Judge(DeadlineJudge):
             within = self.options.scaled(known.within) + self.options.grace
             self.deadlines.open((*obj_key, name), start=entry.t, within=within,
                                 detail=(why, known))  # fmt: skip
-            self.due.setdefault(obj_key, set()).add(name)
 
     def overdue(self, late: Obligation, seq: int) -> Verdict:
         kind, name, finalizer = late.key

@@ -9,7 +9,7 @@ from mochaos.ctrl.finalizers import (
     lookup,
 )
 from mochaos.ctrl.objects import CLAIMSET_FINALIZER
-from mochaos.invariants import get
+from mochaos.invariants import IncrementalChecker, get
 
 from support.builders import HistoryBuilder
 
@@ -21,10 +21,10 @@ def test_a_pod_stuck_terminating_on_its_store_finalizer_fails_at_the_deadline():
     b = HistoryBuilder()
     b.pod("p", phase="Idle", finalizers=[CNSTORE_FINALIZER])
     b.at(10).pod("p", deleting=True)
-    b.at(200).pod("p", phase="Terminating")
+    revealed = b.at(200).pod("p", phase="Terminating")
     verdict = INVARIANT.check(b.build(), OPTIONS)
     assert verdict.status == "fail"
-    assert verdict.violation.t == 10 + 60 + 20
+    assert (verdict.violation.t, verdict.violation.seq) == (10 + 60 + 20, revealed.seq)
     assert verdict.violation.objects == ("Pod/p",)
     assert verdict.violation.message.startswith(
         f"Pod p still holds finalizer {CNSTORE_FINALIZER} 80s after its deletion started "
@@ -73,6 +73,39 @@ def test_the_claims_own_finalizer_and_foreign_ones_are_not_judged_here():
     b.at(5000).pod("p", phase="Terminating")
     b.claim("X", phase="Bound")
     assert INVARIANT.check(b.build(), OPTIONS).status == "pass"
+
+
+def test_each_finalizer_is_judged_whatever_else_its_object_holds():
+    b = HistoryBuilder()  # a foreign finalizer beside the operator's
+    b.pod("p", phase="Idle", finalizers=["example.com/protect", CNSTORE_FINALIZER])
+    b.at(10).pod("p", deleting=True)
+    b.at(200).pod("p", phase="Terminating")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.status == "fail"
+    assert verdict.violation.message.startswith(f"Pod p still holds finalizer {CNSTORE_FINALIZER}")
+    held = STORE_DRAIN_TIMEOUT + 30 + 20
+    b = HistoryBuilder()  # beside the hook, one that is not due while kruise only holds it
+    b.pod("p", phase="Idle", finalizers=["matrixorigin.io/a-later-build", DRAINING_FINALIZER])
+    b.at(5).pod("p", kruise="PreparingDelete")
+    b.at(5 + held + 1).pod("p", phase="Terminating")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.status == "fail"
+    assert verdict.violation.message.startswith(
+        f"Pod p still holds finalizer {DRAINING_FINALIZER} {held:g}s after OpenKruise held it"
+    )
+
+
+def test_in_flight_until_the_deadline_then_failed_by_the_clock_alone():
+    b = HistoryBuilder()
+    b.pod("p", phase="Idle", finalizers=[CNSTORE_FINALIZER])
+    b.at(10).pod("p", deleting=True)
+    checker = IncrementalChecker(OPTIONS, (INVARIANT,))
+    checker.feed(b.entries)
+    assert checker.in_flight(89.9) == [f"Pod p: {CNSTORE_FINALIZER}"]
+    assert checker.in_flight(90) == []
+    assert checker.poll(90) == []
+    (late,) = checker.poll(90.5)  # no entry since the deletion: the clock reveals it
+    assert (late.violation.t, late.violation.seq) == (90, b.seq)
 
 
 def test_deadlines_scale_with_the_time_scale_and_unknown_operator_finalizers_get_the_default():

@@ -23,6 +23,7 @@ from mochaos.observe.history import (
     APISERVER_OUTAGE,
     DEPENDENCY_OUTAGE,
     OPERATOR_FREEZE,
+    OPERATOR_HELD,
     History,
     PeriodEdge,
 )
@@ -156,6 +157,20 @@ def test_what_the_operator_logged_while_its_clock_stood_still_is_not_judged():
     assert clock.stopped(15) and not clock.stopped(10) and not clock.stopped(20)
 
 
+def test_the_operators_refused_requests_while_its_clock_stood_still_are_not_judged():
+    """Any answer from 400 up is a refusal its retry left behind; a request answered below
+    400 is the operator's doing, kept."""
+    from mochaos.observe.history import OPERATOR_BLIND
+
+    b = HistoryBuilder()
+    b.at(10).period(OPERATOR_BLIND, "start", "stale-view-1", "pods")
+    for status in (200, 399, 400, 409, 500):
+        b.at(15).call("patch", "pods", "p", status)
+    b.at(20).period(OPERATOR_BLIND, "end", "stale-view-1")
+    kept, _ = judged(b.build())
+    assert [c.status for c in kept.api_calls()] == [200, 399]
+
+
 def test_a_marker_worded_as_a_period_is_no_period():
     """Periods are data: a marker (a scenario's own, or the prose of an earlier version)
     that reads like one changes neither the clock nor the verdict."""
@@ -246,6 +261,14 @@ def test_each_kind_of_period_is_read_per_subject():
     assert periods(history, APISERVER_OUTAGE) == [Period(10, 20, "apiserver", "")]
     assert dependency_outages(history) == [Period(12, 15, "kruise", "not running")]
     assert freezes(history) == [Period(30, 31.5, "42", "SIGSTOP")]
+
+
+def test_a_period_ends_with_its_own_kinds_end_even_when_another_kind_names_the_same_subject():
+    b = HistoryBuilder()
+    dependency_down(b, "kruise", 10, 20)
+    b.at(15).period(OPERATOR_HELD, "start", "kruise", "a write held", component="operator")
+    b.at(30).period(OPERATOR_HELD, "end", "kruise", component="operator")  # a rule so named
+    assert OperatorClock.of(b.build()).outages == ((10, 30),)
 
 
 def test_an_end_with_no_period_open_is_ignored():

@@ -2,7 +2,7 @@
 bind explains it (the real pool's double count, one pod per bind)."""
 
 from mochaos.config import CheckOptions
-from mochaos.invariants import get
+from mochaos.invariants import IncrementalChecker, get
 from mochaos.observe.churn import churned_pods
 
 from support.builders import HistoryBuilder
@@ -39,9 +39,11 @@ def test_a_pool_that_kills_the_replacements_fails_at_the_first_one_nothing_expla
     churn(b, "extra", t=100.1, life=0.3)
     b.at(120).pod("old", phase="Terminating")
     churn(b, "replacement", t=172.1)
+    killed = b.seq
     verdict = INVARIANT.check(b.build(), OPTIONS)
     assert verdict.status == "fail"
-    assert (verdict.violation.t, verdict.violation.objects) == (172.5, ("Pod/replacement",))
+    assert (verdict.violation.t, verdict.violation.seq) == (172.5, killed)
+    assert verdict.violation.objects == ("Pod/replacement",)
     assert verdict.violation.message == (
         "pool pool: 1 pod(s) killed right after they appeared, no Pending claim's bind to "
         "explain them, within 60s (budget 0): replacement (phase Terminating 0.4s after it "
@@ -84,6 +86,64 @@ def test_a_bind_explains_one_pod_and_only_one_near_it():
     assert found == {"one": "a", "two": "", "far": ""}
     assert INVARIANT.check(b.build(), CheckOptions(churn_budget=1)).status == "fail"
     assert INVARIANT.check(b.build(), CheckOptions(churn_budget=2)).status == "pass"
+
+
+def test_over_budget_the_message_lists_every_pod_of_the_window():
+    b = HistoryBuilder()
+    churn(b, "a", t=10, life=0.5)
+    churn(b, "b", t=20, life=1.5, how="delete")
+    verdict = INVARIANT.check(b.build(), CheckOptions(churn_budget=1, retry_window=60))
+    assert verdict.status == "fail"
+    assert (verdict.violation.t, verdict.violation.objects) == (21.5, ("Pod/a", "Pod/b"))
+    assert verdict.violation.message.endswith(
+        "within 60s (budget 1): a (phase Terminating 0.5s after it appeared), "
+        "b (deletionTimestamp 1.5s after it appeared)"
+    )
+
+
+def test_within_budget_the_note_counts_every_pod_nothing_explains():
+    b = HistoryBuilder()
+    for i in range(3):
+        churn(b, f"p-{i}", t=i * 10)
+    verdict = INVARIANT.check(b.build(), CheckOptions(churn_budget=3))
+    assert (verdict.status, verdict.note) == (
+        "pass",
+        "3 pod(s) killed right after they appeared with nothing to explain them, within "
+        "budget (3 marked before serving, 0 explained by a Pending claim's bind)",
+    )
+
+
+def test_a_pod_marked_just_at_the_stillborn_limit_and_pods_just_a_window_apart_count():
+    b = HistoryBuilder()
+    churn(b, "five", t=0, life=5)  # CHURN_STILLBORN: killed before it could serve
+    assert INVARIANT.check(b.build(), OPTIONS).status == "fail"
+    b = HistoryBuilder()
+    churn(b, "first", t=0, life=0.5)
+    churn(b, "second", t=60, life=0.5)  # marked 60 s after the first: within the window
+    verdict = INVARIANT.check(b.build(), CheckOptions(churn_budget=1, retry_window=60))
+    assert (verdict.status, verdict.violation.t) == ("fail", 60.5)
+
+
+def test_open_while_the_last_churned_pod_is_within_its_window_and_decided_once_over_budget():
+    budget1 = CheckOptions(churn_budget=1, retry_window=60)
+    b = HistoryBuilder()
+    b.pod("idle", phase="Idle")
+    checker = IncrementalChecker(budget1, (INVARIANT,))
+    checker.feed(b.entries)
+    assert checker.undecided(1) == []  # nothing churned
+    churn(b, "first", t=0, life=0.5)
+    checker.feed(b.entries[1:])
+    # another churned pod within 60 s of it would exceed the budget
+    assert checker.undecided(60.5) == ["no-pod-churn open"]
+    assert checker.undecided(60.6) == []
+    assert checker.decided(60.6) == []
+    churn(b, "second", t=61, life=0.5)  # 61 s after the first: alone in its window
+    checker.feed(b.entries[-2:])
+    assert checker.verdicts()[0].status == "pass"
+    churn(b, "third", t=80, life=0.5)
+    checker.feed(b.entries[-2:])
+    assert checker.verdicts()[0].violation.t == 80.5
+    assert (checker.decided(81), checker.undecided(81)) == (["no-pod-churn"], [])
 
 
 def test_the_window_slides_pools_count_apart_and_the_time_scale_shrinks_the_thresholds():

@@ -21,6 +21,8 @@ def test_override_keeps_what_is_not_given():
     assert finalize.migration_timeout == recorded.migration_timeout
     migration = override(recorded, migration_timeout=100)
     assert migration == dataclasses.replace(recorded, migration_timeout=20)
+    budgets = override(recorded, churn_budget=2, conflict_budget=9)
+    assert budgets == dataclasses.replace(recorded, churn_budget=2, conflict_budget=9)
 
 
 def test_a_new_time_scale_rescales_every_threshold_not_given():
