@@ -151,6 +151,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "matrixone(*components): makes these MatrixOne components unreachable (hakeeper, "
         "lockservice, query); skipped on targets that cannot",
     )
+    config.addinivalue_line(
+        "markers",
+        "interposer: holds, fails or steers the operator's requests (interposer faults); "
+        "skipped when its operator talks to the apiserver directly",
+    )
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput["mochaos_run_id"] if workerinput else _new_run_id()
     try:
@@ -267,6 +272,14 @@ def pytest_runtest_setup(item: pytest.Item) -> Any:
     if missing:
         pytest.skip(f"the target {run_config(item.config).operator} cannot make MatrixOne's "
                     f"{', '.join(missing)} unreachable")  # fmt: skip
+    if item.get_closest_marker("interposer") is not None:
+        from mochaos.operator.runtime.via_interposer import interposed  # lazy: light plugin
+
+        cfg = run_config(item.config)
+        if not interposed(cfg.cluster, cfg.interposer):
+            pytest.skip(f"it needs the operator's interposer, which runs on the local cluster "
+                        f"with --mochaos-interposer on (this run: --mochaos-cluster "
+                        f"{cfg.cluster}, --mochaos-interposer {cfg.interposer})")  # fmt: skip
     try:
         return (yield)
     except BaseException as exc:

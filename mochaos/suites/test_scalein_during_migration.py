@@ -35,6 +35,7 @@ def test_scalein_during_migration(scenario: Scenario, seed: SeedTopology):
     sc.inject(scale_claimset("s1", replicas=1), trigger=draining)
 
 
+@pytest.mark.interposer
 def test_scalein_during_migration_held(scenario: Scenario, seed: SeedTopology):
     """The seed race made certain: the operator's write that ends the drain of X's source A
     (its pool phase Draining → Idle: the store controller's, cnstore/pooling.go) is held

@@ -16,10 +16,18 @@ from mochaos.interpose.proxy import Interposer
 from mochaos.kube import Cluster
 
 
+def interposed(provider: str, mode: str) -> bool:
+    """Whether an operator on a cluster of ``provider`` (``--mochaos-cluster``) talks to the
+    apiserver through an interposer, with ``--mochaos-interposer`` ``mode``: the one rule
+    for the operator's way (the ``interposer`` marker skips by it)."""
+    return mode == "on" and provider == "local"
+
+
 def interposer_for(cluster: Cluster, folder: Path, *, mode: str) -> Interposer | None:
     """A started interposer in ``folder`` for one operator on ``cluster``, or None when the
-    operator talks to the apiserver directly (mode off, or not the local cluster)."""
-    if mode != "on" or cluster.provider != "local":
+    operator talks to the apiserver directly (:func:`interposed`: mode off, or not the local
+    cluster)."""
+    if not interposed(cluster.provider, mode):
         return None
     return Interposer(
         folder / "interposer", upstream_kubeconfig=Path(cluster.kubeconfig),
