@@ -23,6 +23,7 @@ from mochaos import namespaces, progress, runstate
 from mochaos.cluster import ClusterProvider
 from mochaos.cluster import make_provider as provider_named
 from mochaos.config import RunConfig, run_config
+from mochaos.errors import MochaosError
 from mochaos.kube import Cluster, check_reachable, new_api_client
 from mochaos.operator import parse_target
 from mochaos.operator.target import OperatorTarget, RunningOperator
@@ -48,7 +49,8 @@ def mochaos(pytestconfig: pytest.Config) -> RunConfig:
 
 @pytest.fixture(scope="session")
 def cluster_provider(mochaos: RunConfig) -> Iterator[ClusterProvider]:
-    """The ``--mochaos-cluster`` provider; a kind cluster is removed at the end unless kept."""
+    """The ``--mochaos-cluster`` provider; a kind cluster is removed at the end unless kept
+    (by the controller after a run with workers: :func:`remove_kind_after_workers`)."""
     provider = make_provider(mochaos)
     yield provider
     # The local cluster stays up for the next run (warm start); xdist workers share
@@ -229,6 +231,19 @@ def scenario(
     sc.close()
     recorder.stop()
     write_folder(request.node, sc, cluster, mochaos)
+
+
+def remove_kind_after_workers(cfg: RunConfig, provider: ClusterProvider | None = None) -> None:
+    """After a run with xdist workers on kind, in the controller: remove the kind cluster the
+    workers shared (unless ``--mochaos-keep-cluster``), as a single-process run's
+    ``cluster_provider`` fixture does; no worker may, since the others still use it.
+    Failing to remove it is said in one line, not an error of the run's verdicts."""
+    if cfg.cluster != "kind":
+        return
+    try:
+        (provider or make_provider(cfg)).down()
+    except MochaosError as err:
+        progress.announce(f"the kind cluster the workers used was not removed: {err}")
 
 
 def make_provider(cfg: RunConfig) -> ClusterProvider:

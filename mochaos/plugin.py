@@ -46,6 +46,7 @@ from mochaos.fixtures import (  # noqa: F401  (pytest finds a plugin's fixtures 
     operator,
     operator_target,
     recorder,
+    remove_kind_after_workers,
     scenario,
 )
 from mochaos.operator import parse_target
@@ -391,11 +392,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         progress.announce(f"shard {cfg.shard}: no scenario of this selection fell to this shard")
         session.exitstatus = pytest.ExitCode.OK
     summary = _merge_summary(session.config)
+    if cfg is not None and summary is not None and _with_workers(session.config):
+        remove_kind_after_workers(cfg)
     decided = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     if summary is not None and session.exitstatus in decided:
         status = exits.of_summary(summary, usage=exits.PYTEST_USAGE)
         if status != exits.OK:
             session.exitstatus = status
+
+
+def _with_workers(config: pytest.Config) -> bool:
+    """Whether this (controller) process ran the tests in xdist workers."""
+    return config.pluginmanager.getplugin("dsession") is not None
 
 
 def _merge_summary(config: pytest.Config) -> dict[str, Any] | None:

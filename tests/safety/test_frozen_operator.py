@@ -35,16 +35,20 @@ def test_an_operator_frozen_from_outside_is_never_failed(isolated_cluster, tmp_p
     env = child_env(**isolated_cluster)
     freezes = tmp_path / "freezes.jsonl"
     # The child's operators, each talking to the apiserver through its own interposer (the
-    # interposer's command line names that kubeconfig too, never before --namespace).
+    # interposer's command line names that kubeconfig too, never before --namespace); the
+    # child's own temporary folder (its operators' interposers live there) tells them
+    # from the operators of tests running beside it.
+    basetemp = tmp_path / "child-tmp"
     operator = f"{INTERPOSER_KUBECONFIG} --namespace"
     freezer = subprocess.Popen(
-        [sys.executable, str(CHILD / "freezer.py"), "--match", str(tmp_path), "--match", operator,
+        [sys.executable, str(CHILD / "freezer.py"), "--match", str(basetemp), "--match", operator,
          "--seconds", str(FREEZE), "--after", *map(str, AFTER), "--out", str(freezes)],
         cwd=ROOT,
     )  # fmt: skip
     try:
         run = run_child(tmp_path, str(CHILD / "seed_runs.py"), "-n", "5",
-                        "--operator", "model:fixed", env=env, timeout=1500)  # fmt: skip
+                        "--basetemp", str(basetemp), "--operator", "model:fixed", env=env,
+                        timeout=1500)  # fmt: skip
     finally:
         freezer.send_signal(signal.SIGTERM)
         freezer.wait(timeout=30)

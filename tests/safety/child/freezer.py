@@ -1,6 +1,6 @@
 """Someone outside the framework freezing the operator: a separate process that, for each
-new process whose command line contains ``--match``, sends SIGSTOP at a random moment
-``--after`` seconds (a range) after it appeared and SIGCONT ``--seconds`` later.
+new process whose command line contains each ``--match`` (repeatable), sends SIGSTOP at a
+random moment ``--after`` seconds (a range) after it appeared and SIGCONT ``--seconds`` later.
 
 ``python freezer.py --match <text> --seconds N --after A B --out freezes.jsonl [--seed S]``
 runs until killed (SIGTERM resumes a process it holds stopped, then exits). Each matched
@@ -8,7 +8,7 @@ process is one JSON line, written when the freezer is done with it: its pid, the
 its ``--namespace`` argument (or null), and either ``stopped`` and ``resumed`` (epoch
 seconds; ``gone`` is true when it died while stopped, ``resumed`` then being when that was
 seen) or ``due`` (its moment) and ``ended`` (it exited before it, seen then). It only ever
-signals processes whose command line contains ``--match`` and which it saw start. The
+signals processes whose command line contains every ``--match`` and which it saw start. The
 ``--out`` file exists once the processes running before it are listed.
 
 A process is new when its pid was not in the previous poll's listing: pids wrap
@@ -67,6 +67,10 @@ def main(argv: list[str]) -> int:
         nonlocal stop
         stop = True
 
+    def _matches(pid: int) -> bool:
+        command = _cmdline(pid)
+        return all(text in command for text in args.match)
+
     signal.signal(signal.SIGTERM, on_term)
     while not stop:
         now = time.time()
@@ -76,14 +80,14 @@ def main(argv: list[str]) -> int:
         listed = now_listed
         for pid, since in list(fresh.items()):
             cmdline = _cmdline(pid)
-            if all(text in cmdline for text in args.match):
+            if all(text in cmdline for text in args.match):  # read once: it may change
                 del fresh[pid]
                 due[pid] = now + rng.uniform(*args.after)
                 namespace[pid] = _argument(cmdline, "--namespace")
             elif pid not in listed or now >= since + EXEC_WINDOW:
                 del fresh[pid]
         for pid, at in list(due.items()):
-            if args.match not in _cmdline(pid):
+            if not _matches(pid):
                 del due[pid]
                 _record(args.out, pid=pid, namespace=namespace[pid], due=at, ended=now)
             elif now >= at:
@@ -91,7 +95,7 @@ def main(argv: list[str]) -> int:
                 os.kill(pid, signal.SIGSTOP)
                 held[pid] = time.time()
         for pid, since in list(held.items()):
-            if now >= since + args.seconds or args.match not in _cmdline(pid):
+            if now >= since + args.seconds or not _matches(pid):
                 _resume(pid, namespace[pid], since, args.out)
                 del held[pid]
         time.sleep(POLL)
