@@ -4,6 +4,7 @@ from mochaos.ctrl.objects import CLAIMSET_LABEL, claim_phase
 from mochaos.invariants.facts import (
     Facts,
     World,
+    binding,
     claim_refs,
     claim_set,
     claimed_by,
@@ -112,3 +113,20 @@ def test_holders_by_label_only_and_by_spec_only():
     assert world.holders("Q", besides="X") == ["W"]
     assert world.holders("Z", besides="X") == []
     assert world.live_claim("") is None
+
+
+def test_a_claim_is_binding_while_pending_and_naming_no_pod():
+    def claim(pod: str | None = None, phase: str | None = None) -> dict:
+        obj: dict = {"metadata": {"name": "X"}, "spec": {}, "status": {}}
+        if pod is not None:
+            obj["spec"]["podName"] = pod
+        if phase is not None:
+            obj["status"]["phase"] = phase
+        return obj
+
+    assert binding(claim()) and binding(claim(phase="Pending")) and binding(claim(phase=""))
+    assert binding({"metadata": {"name": "X"}})  # nothing written yet
+    assert not binding(claim(pod="A", phase="Pending"))  # it named its pod: bound
+    assert not binding(claim(pod="A"))
+    for phase in ("Bound", "Lost", "Outdated"):
+        assert not binding(claim(phase=phase)), phase

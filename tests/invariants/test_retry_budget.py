@@ -160,3 +160,14 @@ def test_retries_against_a_matrixone_the_scenario_made_unreachable_are_no_hot_lo
         b.at(25 + 10 + 1 + i).log("stack", name="X", level="error", error="boom")
     late = INVARIANT.check(b.build(), OPTIONS)
     assert late.status == "fail" and late.violation.t == 46
+
+
+def test_a_call_failing_up_to_one_rpc_timeout_after_matrixone_is_back_is_left_out():
+    # HAKeeper back at 25: calls made before may fail until 35 (one 10 s RPC timeout), that
+    # instant included, and each is counted as left out
+    b = bind_retries(faulted=True)
+    for t in (25.5, 30, 35):
+        b.at(t).log("stack", name="X", level="error", error="context deadline exceeded")
+    verdict = INVARIANT.check(b.build(), OPTIONS)
+    assert verdict.status == "pass", verdict.violation
+    assert "record(s), within budget; 16 left out, logged while" in verdict.note
