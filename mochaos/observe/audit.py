@@ -24,6 +24,17 @@ FRAMEWORK_AGENT_PREFIX = "mochaos/"
 AGENT_USER_AGENT = "mochaos/agent"
 
 
+def complete_events(path: Path, offset: int = 0) -> Iterator[dict[str, Any]]:
+    """Every audit event of ``path`` past ``offset`` whose line the apiserver has finished
+    writing: the file is read while it grows, and a last line without its newline is a
+    half-written event, left for the next read."""
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        for raw in fh:
+            if raw.endswith(b"\n"):
+                yield json.loads(raw)
+
+
 @dataclass
 class AuditCounts:
     """What the audit log says about one namespace during one test."""

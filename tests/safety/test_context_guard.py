@@ -10,7 +10,6 @@ the writes of mo-chaos and the model (so the same reading would have seen them o
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from mochaos.cluster.local.local_provider import LocalProvider
+from mochaos.observe.audit import WRITE_VERBS, complete_events
 
 from support.child_runs import (
     SHORT_SCENARIO,
@@ -30,7 +30,6 @@ from support.child_runs import (
 
 pytestmark = needs_binaries
 
-WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 OWN_COMPONENTS = {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
 """Programs of a local cluster's own control plane (the user agent up to its first '/')."""
 
@@ -38,12 +37,9 @@ OWN_COMPONENTS = {"kube-apiserver", "kube-controller-manager", "kube-scheduler",
 def writers(audit_log: Path, offset: int) -> Counter[str]:
     """User agent program -> write requests, in the audit log past ``offset``."""
     counts: Counter[str] = Counter()
-    with audit_log.open("rb") as fh:
-        fh.seek(offset)
-        for line in fh:
-            event = json.loads(line)
-            if event.get("verb") in WRITE_VERBS and event.get("stage") == "ResponseComplete":
-                counts[event.get("userAgent", "").split(" ")[0].split("/")[0]] += 1
+    for event in complete_events(audit_log, offset):
+        if event.get("verb") in WRITE_VERBS and event.get("stage") == "ResponseComplete":
+            counts[event.get("userAgent", "").split(" ")[0].split("/")[0]] += 1
     return counts
 
 

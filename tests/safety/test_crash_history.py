@@ -8,7 +8,6 @@ the kill (allowing for the last batch), parse as JSON lines, and be judged again
 
 from __future__ import annotations
 
-import json
 import random
 import signal
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from mochaos.config import CheckOptions
 from mochaos.invariants import evaluate
+from mochaos.observe.audit import WRITE_VERBS, complete_events
 from mochaos.observe.history import History
 from mochaos.observe.stream import FLUSH_PERIOD
 
@@ -35,7 +35,6 @@ from support.polling import wait_until
 pytestmark = needs_binaries
 
 SCENARIO = "test_scalein_during_migration and not race and not sweep"
-WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 OURS = ("mochaos/chaos", "mochaos/agent")
 KINDS = {"cnclaims": "CNClaim", "cnclaimsets": "CNClaimSet", "cnpools": "CNPool", "pods": "Pod"}
 ALLOWANCE = 3 * FLUSH_PERIOD
@@ -47,20 +46,17 @@ last batch, plus the response's way back to the client and into the recorder on 
 def our_writes(audit_log: Path, offset: int, namespace: str) -> list[tuple[float, str, str]]:
     """(completion time, kind, name) of each write by chaos or agent in ``namespace``."""
     out = []
-    with audit_log.open("rb") as fh:
-        fh.seek(offset)
-        for line in fh:
-            event = json.loads(line)
-            ref = event.get("objectRef") or {}
-            if (
-                event.get("stage") == "ResponseComplete"
-                and event.get("verb") in WRITE_VERBS
-                and event.get("userAgent", "").startswith(OURS)
-                and ref.get("namespace") == namespace
-                and ref.get("resource") in KINDS
-            ):
-                done = datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00"))
-                out.append((done.timestamp(), KINDS[ref["resource"]], ref.get("name", "")))
+    for event in complete_events(audit_log, offset):
+        ref = event.get("objectRef") or {}
+        if (
+            event.get("stage") == "ResponseComplete"
+            and event.get("verb") in WRITE_VERBS
+            and event.get("userAgent", "").startswith(OURS)
+            and ref.get("namespace") == namespace
+            and ref.get("resource") in KINDS
+        ):
+            done = datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00"))
+            out.append((done.timestamp(), KINDS[ref["resource"]], ref.get("name", "")))
     return out  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from mochaos.cluster.local.local_provider import LocalProvider
 from mochaos.cluster.local.processes import ProcessSpec
 from mochaos.errors import Inconclusive, UsageError
 from mochaos.kube import Cluster
+from mochaos.observe.audit import complete_events
 from mochaos.scenario import Scenario, claim_bound, delete_pod
 
 pytestmark = pytest.mark.scenario
@@ -46,9 +47,7 @@ def compact_etcd(apiserver: ProcessSpec) -> None:
 def watches_since(audit_log: Path, offset: int) -> set[tuple[str, str, str]]:
     """(client program, resource, namespace) of every watch opened past ``offset`` of the
     audit log (the program is the user agent up to its first ``/``)."""
-    with audit_log.open("rb") as fh:
-        fh.seek(offset)
-        events = [json.loads(line) for line in fh if b'"verb":"watch"' in line]
+    events = [e for e in complete_events(audit_log, offset) if e.get("verb") == "watch"]
     return {
         (e["userAgent"].split("/")[0], e["objectRef"]["resource"],
          e["objectRef"].get("namespace", ""))
