@@ -179,6 +179,8 @@ class Setting:
 
 
 PROVIDERS = ("local", "kind", "existing")
+"""The cluster providers' names (`--mochaos-cluster`, `--cluster`): one room each under
+mochaos/cluster/, built by ``mochaos.cluster.make_provider``."""
 DEFAULT_WORKERS = 6
 """Scenarios at once by default: measured on 2 cores, six seed scenarios take about a fifth
 of the sequential time with the same verdicts (bench/speed/main_job.py)."""

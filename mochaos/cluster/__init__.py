@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Protocol
 
 from mochaos.cluster.existing.existing_provider import ExistingProvider
+from mochaos.config import PROVIDERS
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster
 
-PROVIDERS = ("local", "kind", "existing")
+__all__ = ["PROVIDERS", "ClusterProvider", "make_provider"]
 
 
 class ClusterProvider(Protocol):
