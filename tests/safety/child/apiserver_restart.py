@@ -47,7 +47,8 @@ def compact_etcd(apiserver: ProcessSpec) -> None:
 def watches_since(audit_log: Path, offset: int) -> set[tuple[str, str, str]]:
     """(client program, resource, namespace) of every watch opened past ``offset`` of the
     audit log (the program is the user agent up to its first ``/``)."""
-    events = [e for e in complete_events(audit_log, offset) if e.get("verb") == "watch"]
+    watches = complete_events(audit_log, offset, containing=b'"verb":"watch"')
+    events = [e for e in watches if e.get("verb") == "watch"]
     return {
         (e["userAgent"].split("/")[0], e["objectRef"]["resource"],
          e["objectRef"].get("namespace", ""))
