@@ -34,6 +34,8 @@ DELETE_ON_RECLAIM_ANNOTATION = "matrixorigin.io/delete-on-reclaim"
 CONNECTIONS_ANNOTATION = "matrixorigin.io/connections"
 DIAGNOSE_ANNOTATION = "matrixorigin.io/diagnos-draining"
 """Spelled so in the operator (``diagnos``)."""
+DRAINING_START_ANNOTATION = "matrixorigin.io/store-draining-start"
+"""When the store controller began draining a pod held in PreparingDelete (RFC 3339)."""
 CORDON_ANNOTATION = "matrixorigin.io/store-cordon"
 
 RUN_ID_LABEL = "mochaos.io/run-id"

@@ -127,6 +127,7 @@ class Model:
             actor=store.StoreActor(timing=timing, hakeeper=hakeeper),
             workers=STORE_WORKERS,
             finalizer=False,
+            finalize_deleting=True,
             status_sync=False,
             **common,
         )

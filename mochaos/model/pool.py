@@ -1,7 +1,8 @@
 """The CNPool controller (``cn-pool-manager``) together with the CNSet/CloneSet it drives.
 
 Modelled on cnpool/controller.go:52-188 (docs/operator-behaviour.md §6.1); the model creates and
-deletes the pool's pods itself, as the CNSet's CloneSet would (see :class:`PoolActor`).
+deletes the pool's pods itself, as the CNSet's CloneSet would — OpenKruise v1.4.0's, with the
+pre-delete hook the CNSet gives it (see :class:`PoolActor`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import time
 from functools import cmp_to_key
 
+from mochaos.ctrl.finalizers import DRAINING_FINALIZER, PREPARING_DELETE
 from mochaos.ctrl.objects import CLAIMED_BY_LABEL as CLAIMED_BY
 from mochaos.ctrl.objects import COMPONENT_LABEL as COMPONENT
 from mochaos.ctrl.objects import INSTANCE_LABEL as INSTANCE
@@ -88,11 +90,26 @@ class PoolActor:
     """Observe/Finalize of CNPools: keep ``in-use + pending claims + maxIdle`` pods.
 
     There is no CNSet: the pods are created here, as the CNSet's CloneSet would, and the
-    pods the pool marks ``Terminating`` are deleted here (the CloneSet's ``podsToDelete``).
-    The real kube-scheduler places them on kwok's fake nodes (``nodeSelector type: kwok``),
-    which mark them Running/Ready. Pods carry the CNSet template's ``management-policy:
-    Pooling`` annotation and no finalizers: kwok's pod-delete stage strips all pod
-    finalizers anyway, so the operator's ``cnstore``/``cn-draining`` finalizers are left out.
+    pods the pool marks ``Terminating`` (the CloneSet's ``podsToDelete``) are handled here
+    as OpenKruise v1.4.0 handles them with the CNSet's pre-delete hook
+    (``FinalizersHandler: cn-draining``, cnset/controller.go:321-326):
+
+    - a pod that carries the hook's finalizer is moved to lifecycle state
+      ``PreparingDelete`` and kept until the store controller's drain removes the finalizer
+      (``deletePods``, cloneset_scale.go:267-281); a pod without it is deleted at once — a
+      pod scaled in before its first store pass ran (no finalizer yet) is not held;
+    - a held pod still counts: the CloneSet creates pods only up to ``replicas`` over all
+      its live pods, held ones included (``calculateDiffsWithExpectation``,
+      cloneset_sync_utils.go:214-229), so the pool is one pod short for each drain. There is
+      no early replacement.
+
+    Kruise's ``MarkPodNotReady`` condition is not written (kwok owns pod status), nor is the
+    conflict that loses a ``replicas`` decrement on the real CNSet played (docs/bugs.md,
+    pool-churn). The real kube-scheduler places the pods on kwok's fake nodes
+    (``nodeSelector type: kwok``), which mark them Running/Ready. Pods carry the CNSet
+    template's ``management-policy: Pooling`` annotation; the store controller adds the
+    ``cn-draining`` finalizer once they run; kwok's pod-delete stage strips finalizers of
+    deleted pods.
     """
 
     def __init__(self, *, timing: Timing, max_idle: int | None) -> None:
@@ -155,9 +172,10 @@ class PoolActor:
             replicas=desired,
             **{"spec replicas": spec_replicas},
         )
-        self._delete(ctx, terminating)
+        held = self._clone_set_delete(ctx, terminating)
         if desired > spec_replicas:
-            for _ in range(desired - spec_replicas):
+            # the CloneSet counts the pods it holds in PreparingDelete against replicas
+            for _ in range(desired - spec_replicas - held):
                 self._create(ctx)
             return
         if pending > 0:
@@ -191,7 +209,7 @@ class PoolActor:
                 continue
             deleted.append(pod)
         ctx.log.info("scale-in CN Pool complete", caller=f"{SRC}:171", deleted=len(deleted))
-        self._delete(ctx, deleted)
+        self._clone_set_delete(ctx, deleted)
 
     def _create(self, ctx: Context) -> None:
         name = f"{name_of(ctx.obj)}-{rand_string(5)}"
@@ -201,8 +219,30 @@ class PoolActor:
             raise wrap(err, "error create CN pod") from err
         self._expected.setdefault(name_of(ctx.obj), {})[name] = time.monotonic()
 
+    def _clone_set_delete(self, ctx: Context, pods: list[Obj]) -> int:
+        """What the CloneSet does with ``podsToDelete`` (``deletePods``, cloneset_scale.go
+        :267-300): a pod hooked by the ``cn-draining`` finalizer is moved to
+        ``PreparingDelete`` (once) and kept; any other is deleted. Returns how many are kept.
+        """
+        held = 0
+        unhooked = []
+        for pod in pods:
+            if DRAINING_FINALIZER not in (pod["metadata"].get("finalizers") or []):
+                unhooked.append(pod)
+                continue
+            held += 1
+            if labels_of(pod).get(KRUISE_STATE) != PREPARING_DELETE:
+                try:
+                    ctx.client.patch(PODS, pod, _prepare_delete(pod))
+                except ApiError:
+                    # OpenKruise's failure, not the operator's: its own requeue retries, and
+                    # the pod's next event brings the pool (and this CloneSet) back
+                    continue
+        self._delete(ctx, unhooked)
+        return held
+
     def _delete(self, ctx: Context, pods: list[Obj]) -> None:
-        """What the CloneSet does with ``podsToDelete``."""
+        """Delete the pods (the CloneSet's delete, or the pool's Finalize)."""
         for pod in pods:
             try:
                 ctx.client.delete(PODS, pod)
@@ -216,3 +256,12 @@ class PoolActor:
         pods = self._live_pods(ctx)
         self._delete(ctx, pods)
         return not pods
+
+
+def _prepare_delete(pod: Obj):
+    """The mutation that moves ``pod`` to kruise's lifecycle state PreparingDelete."""
+
+    def mutate() -> None:
+        mutable_labels(pod)[KRUISE_STATE] = PREPARING_DELETE
+
+    return mutate

@@ -1,11 +1,16 @@
 """The CN store controller (``cnstore``) for pool pods: stats, Unknown → Idle, the drain.
 
 Modelled on cnstore/controller.go and pooling.go (docs/operator-behaviour.md §7.1-§7.2) for pods
-of the ``Pooling`` policy in kruise lifecycle state Normal; see :class:`StoreActor`.
+of the ``Pooling`` policy: in kruise lifecycle state Normal, and the drain behind the CloneSet's
+pre-delete hook once the pool's CloneSet (:mod:`mochaos.model.pool`) holds a pod in
+``PreparingDelete``; see :class:`StoreActor`.
 """
 
 from __future__ import annotations
 
+import contextlib
+
+from mochaos.ctrl.finalizers import DRAINING_FINALIZER, PREPARING_DELETE
 from mochaos.ctrl.informer import MODIFIED
 from mochaos.ctrl.objects import COMPONENT_LABEL as COMPONENT
 from mochaos.ctrl.objects import CONNECTIONS_ANNOTATION as CONNECTIONS
@@ -14,12 +19,13 @@ from mochaos.ctrl.objects import DELETE_ON_RECLAIM_ANNOTATION as DELETE_ON_RECLA
 from mochaos.ctrl.objects import DELETION_COST_ANNOTATION as DELETION_COST
 from mochaos.ctrl.objects import DIAGNOSE_ANNOTATION as DIAGNOSE
 from mochaos.ctrl.objects import DIRECT_POD_LABEL as DIRECT_POD
+from mochaos.ctrl.objects import DRAINING_START_ANNOTATION as DRAINING_START
 from mochaos.ctrl.objects import INSTANCE_LABEL as INSTANCE
 from mochaos.ctrl.objects import KRUISE_STATE_LABEL as KRUISE_STATE
 from mochaos.ctrl.objects import MANAGEMENT_POLICY_ANNOTATION as MANAGEMENT_POLICY
 from mochaos.ctrl.objects import PHASE_LABEL as PHASE
 from mochaos.ctrl.objects import RECLAIMED_AT_ANNOTATION as RECLAIMED_AT
-from mochaos.ctrl.rest import PODS, Conflict, Obj
+from mochaos.ctrl.rest import PODS, Conflict, NotFound, Obj
 from mochaos.model.dict_helpers import (
     annotations_of,
     deleting,
@@ -44,6 +50,7 @@ NAME = "cnstore"
 STATS_ANNOTATIONS = (DELETION_COST, CONNECTIONS, SCORE_ANNOTATION)
 
 SRC = "cnstore/controller.go"
+PREPARING_UPDATE = "PreparingUpdate"
 POOLING = "cnstore/pooling.go"
 
 
@@ -96,11 +103,18 @@ class StoreActor:
       the score shows no sessions, pipelines or replicas; after the drain timeout →
       ``Terminating``.
 
+    - a pod in kruise state ``PreparingDelete`` (the pool's CloneSet holds it behind its
+      pre-delete hook, see pool.py) is drained as OnPreparingStop drains it: the drain's
+      start annotated, the store set Draining in HAKeeper, the minimum delay waited, then
+      the ``cn-draining`` finalizer — the hook — removed once no session is left or the
+      drain timed out, and the CloneSet deletes the pod.
+
     A ``store-cordon`` annotation makes a pass only cordon the store (a no-op HAKeeper
-    call). Pods carry no finalizers in the model (see pool.py), so a deleting pod is not
-    reconciled; pods in kruise state PreparingUpdate/PreparingDelete are left alone (there
-    is no kruise: the pool deletes Terminating pods itself), and the readiness condition
-    ``matrixorigin.io/cn-store`` is not written (kwok owns pod status).
+    call). The store controller's own ``cnstore`` finalizer is not put on pods; a deleting
+    pod that still has the ``cn-draining`` hook is finalized as OnDeleted does
+    (:meth:`finalize`: kwok's pod-delete stage removes no finalizer); the readiness
+    condition ``matrixorigin.io/cn-store`` is not written (kwok owns pod status); there is
+    no lock service to migrate (the model's CNs hold no locks).
     """
 
     def __init__(self, *, timing: Timing, hakeeper: HAKeeper) -> None:
@@ -123,13 +137,35 @@ class StoreActor:
             ctx.log.info("call HAKeeper to cordon CN store", caller=f"{SRC}:420", uuid=uuid)
             self.hakeeper.patch_store(pod, state=DRAINING, labels=None)
             return
-        if labels_of(pod).get(KRUISE_STATE) not in ("PreparingUpdate", "PreparingDelete"):
-            self._ensure_finalizer(ctx)
-            self._on_normal(ctx)
+        if labels_of(pod).get(KRUISE_STATE) in (PREPARING_UPDATE, PREPARING_DELETE):
+            # OnPreparingUpdate drains as OnPreparingStop does (controller.go:122-139, 464-467)
+            self._on_preparing_stop(ctx)
+            return
+        self._ensure_finalizer(ctx)
+        self._on_normal(ctx)
         raise ReSync("resync", self.timing.store_resync)
 
     def finalize(self, ctx: Context) -> bool:
-        """Never reached: the model puts no finalizer on pods."""
+        """OnDeleted (controller.go:88-120) of a deleting CN pod that still has the
+        ``cn-draining`` hook: the store deleted in HAKeeper, then the finalizer removed (a
+        HAKeeper that cannot be reached keeps it, and the pass is retried with backoff).
+        The runtime reaches it without the ``cnstore`` finalizer the model leaves out."""
+        pod = ctx.obj
+        if DRAINING_FINALIZER not in (pod["metadata"].get("finalizers") or []):
+            return True
+        uuid = store_uuid(pod)
+        ctx.log.info("call HAKeeper to remove CN store", caller=f"{SRC}:101", uuid=uuid)
+        try:
+            self.hakeeper.delete_store(uuid)
+        except Exception as err:
+            raise wrap(err, "error remove CN store") from err
+
+        def remove() -> None:
+            meta = pod["metadata"]
+            meta["finalizers"] = [f for f in meta["finalizers"] if f != DRAINING_FINALIZER]
+
+        with contextlib.suppress(NotFound):
+            ctx.client.patch(PODS, pod, remove)
         return True
 
     def _sync_stats(self, ctx: Context) -> None:
@@ -161,21 +197,105 @@ class StoreActor:
         """OnNormal's first write (controller.go:318-325): the ``cn-draining`` finalizer,
         patched with an optimistic lock (the runtime's ``buildPatch``).
 
-        The model keeps no finalizer on pods (see pool.py), so only the patch's outcome is
-        played: while the scheduler and kwok start the pod they keep writing it, and the
-        patch conflicts; the runtime retries after 2 s (reconciler.go:315-318), so the
-        store is looked up once the pod runs. On the real manager at 2301e3b every pool
-        pod whose first pass came before it ran logged "CN not started" and patched the
-        finalizer only on a later pass (docs/model-pacing.md).
+        While the scheduler and kwok start the pod they keep writing it, and the patch
+        conflicts; the runtime retries after 2 s (reconciler.go:315-318), so the store is
+        looked up once the pod runs. On the real manager at 2301e3b every pool pod whose
+        first pass came before it ran logged "CN not started" and patched the finalizer
+        only on a later pass (docs/model-pacing.md). The finalizer is the CloneSet's
+        pre-delete hook: a pod that has it is held in ``PreparingDelete`` when scaled in.
         """
-        if starting(ctx.obj):
-            name = ctx.obj["metadata"]["name"]
+        pod = ctx.obj
+        if starting(pod):
+            name = pod["metadata"]["name"]
             raise Conflict(
                 409,
                 "Conflict",
                 f'Operation cannot be fulfilled on pods "{name}": the object has been modified; '
                 "please apply your changes to the latest version and try again",
             )
+        if DRAINING_FINALIZER in (pod["metadata"].get("finalizers") or []):
+            return
+
+        def add() -> None:
+            pod["metadata"].setdefault("finalizers", []).append(DRAINING_FINALIZER)
+
+        try:
+            ctx.client.patch(PODS, pod, add)
+        except Exception as err:
+            raise wrap(err, "ensure finalizers for CNStore Pod") from err
+
+    def _on_preparing_stop(self, ctx: Context) -> None:
+        """OnPreparingStop (controller.go:142-213) for a pod the CloneSet holds.
+
+        The minimum delay is waited with a requeue of the minimum delay itself (:190-191);
+        afterwards the drain is polled every ``retryInterval`` until no session, pipeline
+        or replica is left; then :meth:`_complete_draining`. A drain past the timeout
+        completes at once (:178-181).
+        """
+        pod = ctx.obj
+        uuid = store_uuid(pod)
+        started = annotations_of(pod).get(DRAINING_START)
+        if started is None:
+            stamp = self.timing.stamp()
+            try:
+                ctx.client.patch(
+                    PODS, pod, lambda: mutable_annotations(pod).__setitem__(DRAINING_START, stamp)
+                )
+            except Exception as err:
+                raise wrap(err, "error patching store draining start time") from err
+            elapsed = 0.0
+        else:
+            elapsed = since(started)
+        if elapsed > self.timing.store_drain_timeout:
+            ctx.log.info("store draining timeout, force delete CN", caller=f"{SRC}:179", uuid=uuid)
+            self._complete_draining(ctx)
+            return
+        ctx.log.info("set CN store draining", caller=f"{SRC}:226", uuid=uuid)
+        try:
+            self.hakeeper.patch_store(pod, state=DRAINING, labels=None)
+        except Exception as err:
+            raise wrap(err, "error set CN state draining") from err
+        try:
+            score = read_score(pod)
+        except Exception as err:
+            raise wrap(err, "error get store connection count") from err
+        safe = score.safe_to_reclaim()
+        if not safe:
+            ctx.log.info(
+                "wait store connection to be drained",
+                caller=f"{SRC}:239",
+                uuid=uuid,
+                connections=score.sessions,
+                pipelines=score.pipelines,
+            )
+        if elapsed < self.timing.store_drain_min_delay:
+            raise ReSync(
+                "wait min-delay for CN draining state get propagated",
+                self.timing.store_drain_min_delay,
+            )
+        if safe:  # no lock service in the model: the lock migration is done at once
+            self._complete_draining(ctx)
+            return
+        if elapsed > self.timing.store_drain_long and DIAGNOSE not in annotations_of(pod):
+            ctx.client.patch(PODS, pod, lambda: mutable_annotations(pod).__setitem__(DIAGNOSE, "y"))
+        raise ReSync("wait for CN store draining", self.timing.store_retry)
+
+    def _complete_draining(self, ctx: Context) -> None:
+        """completeDraining (controller.go:297-313): the hook's finalizer and the drain's
+        annotations removed; the CloneSet then deletes the pod."""
+        pod = ctx.obj
+
+        def complete() -> None:
+            meta = pod["metadata"]
+            kept = [f for f in meta.get("finalizers") or [] if f != DRAINING_FINALIZER]
+            meta["finalizers"] = kept
+            for key in (DRAINING_START, DIAGNOSE):
+                mutable_annotations(pod).pop(key, None)
+
+        try:
+            ctx.client.patch(PODS, pod, complete)
+        except Exception as err:
+            raise wrap(err, "error removing CN draining finalizer") from err
 
     def _on_normal(self, ctx: Context) -> None:
         """OnNormal → poolingCNReconcile (controller.go:316-354, pooling.go:30-117)."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from functools import cmp_to_key
 
-from mochaos.ctrl.rest import POOLS
+from mochaos.ctrl.finalizers import DRAINING_FINALIZER, PREPARING_DELETE
+from mochaos.ctrl.objects import DRAINING_START_ANNOTATION, KRUISE_STATE_LABEL
+from mochaos.ctrl.rest import PODS, POOLS
 from mochaos.model.pool import pod_for_pool, pool_deletion_order
 
 from .fakes import pod
@@ -120,3 +122,82 @@ def test_a_pod_started_after_the_cache_was_filled_waits_for_a_refill(run_model, 
 
     scene.holds("the new pod stays Unknown until the cache has its store", unknown, op_seconds=10)
     scene.idle_count(1, op_seconds=45)
+
+
+# ------------------------------------------------- OpenKruise's pre-delete hold, as played
+
+
+def set_max_idle(scene, n: int) -> None:
+    scene.api.merge_patch(
+        POOLS, scene.namespace, "p", {"spec": {"strategy": {"scaleStrategy": {"maxIdle": n}}}}
+    )
+
+
+def held_pods(scene) -> list[dict]:
+    return [p for p in live_pods(scene) if labels(p).get(KRUISE_STATE_LABEL) == PREPARING_DELETE]
+
+
+def test_a_scaled_in_pod_is_held_through_its_drain(run_model, scene) -> None:
+    """The pool marks a surplus Idle pod Terminating; the CloneSet holds it in
+    PreparingDelete behind the cn-draining hook while the store controller drains it (the
+    minimum delay at least), then deletes it once the hook is removed."""
+    model = run_model("upstream")
+    scene.create_pool("p", max_idle=2)
+    scene.idle_count(2)
+    set_max_idle(scene, 1)
+    (held,) = scene.wait("a pod held in PreparingDelete", lambda: held_pods(scene), op_seconds=30)
+    name = held["metadata"]["name"]
+    assert labels(held).get(PHASE) == "Terminating"
+    assert DRAINING_FINALIZER in held["metadata"]["finalizers"]
+    scene.wait(
+        "the drain's start is annotated",
+        lambda: DRAINING_START_ANNOTATION in annotations(scene.pod(name)),
+        op_seconds=30,
+    )
+    scene.holds("the pod stays during the minimum delay", lambda: scene.pod(name), op_seconds=10)
+    scene.wait("the drained pod is deleted", lambda: scene.pod(name) is None, op_seconds=60)
+    assert model.lines("set CN store draining", name=name)
+
+
+def test_the_pool_is_one_pod_short_while_a_pod_drains(run_model, scene) -> None:
+    """No early replacement: a held pod counts against the CloneSet's replicas, so a pool
+    that wants its pod back gets a new one only once the held pod is gone
+    (docs/model-vs-real.md, race)."""
+    run_model("upstream")
+    scene.create_pool("p", max_idle=2)
+    scene.idle_count(2)
+    set_max_idle(scene, 1)
+    (held,) = scene.wait("a pod held in PreparingDelete", lambda: held_pods(scene), op_seconds=30)
+    set_max_idle(scene, 2)
+    scene.holds(
+        "no replacement while the pod is held",
+        lambda: len(live_pods(scene)) == 2 or held_pods(scene) == [],
+        op_seconds=10,
+    )
+    scene.wait(
+        "the held pod gone, a new one is made",
+        lambda: scene.pod(held["metadata"]["name"]) is None and len(live_pods(scene)) == 2,
+        op_seconds=60,
+    )
+    scene.idle_count(2, op_seconds=60)
+
+
+def test_a_deleted_pod_loses_its_hook_through_on_deleted(run_model, scene) -> None:
+    """kwok removes no finalizer: the store controller's OnDeleted removes cn-draining from a
+    pod deleted by someone else, so it goes."""
+    model = run_model("upstream")
+    scene.create_pool("p", max_idle=1)
+    (idle,) = scene.idle_count(1)
+    name = idle["metadata"]["name"]
+    scene.wait(
+        "the store puts the hook on the running pod",
+        lambda: DRAINING_FINALIZER in (scene.pod(name)["metadata"].get("finalizers") or []),
+        op_seconds=30,
+    )
+    scene.delete(PODS, name)
+    scene.wait("the pod is gone", lambda: scene.pod(name) is None, op_seconds=30)
+    assert model.lines("call HAKeeper to remove CN store", name=name)
+
+
+def annotations(obj: dict | None) -> dict[str, str]:
+    return (obj or {}).get("metadata", {}).get("annotations") or {}

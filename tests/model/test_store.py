@@ -5,10 +5,14 @@ sessions in the score annotation and gives up after the drain timeout.
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 
+from mochaos.ctrl.finalizers import DRAINING_FINALIZER, PREPARING_DELETE
+from mochaos.ctrl.objects import DRAINING_START_ANNOTATION, KRUISE_STATE_LABEL
 from mochaos.ctrl.rest import PODS, Conflict
+from mochaos.model.runtime.context import ReSync
 from mochaos.model.store import DELETION_COST, StoreActor, starting, wants_pod_event
 from mochaos.model.timing import Timing
 
@@ -98,6 +102,96 @@ def test_a_pass_over_a_starting_pod_conflicts_before_the_store_lookup() -> None:
     assert client.get(PODS, "p")["metadata"]["resourceVersion"] == "1"  # nothing written
 
 
+class Keeper:
+    """A HAKeeper that answers (``down``: every call fails as an unreachable one)."""
+
+    def __init__(self, *, down: bool = False) -> None:
+        self.down = down
+        self.calls: list[str] = []
+
+    def patch_store(self, pod, *, state, labels) -> None:
+        self._call("patch_store")
+
+    def delete_store(self, uuid: str) -> None:
+        self._call("delete_store")
+
+    def _call(self, name: str) -> None:
+        self.calls.append(name)
+        if self.down:
+            raise ConnectionRefusedError("connect: connection refused")
+
+
+def held_pod(**annotations: str) -> dict:
+    p = cn_pod(**{SCORE: '{"sessionCount":0}', **annotations})
+    held = {PHASE: "Terminating", KRUISE_STATE_LABEL: PREPARING_DELETE}
+    p["metadata"]["labels"].update({"matrixorigin.io/instance": "pool", **held})
+    p["metadata"]["finalizers"] = [DRAINING_FINALIZER]
+    return p
+
+
+def preparing_stop(p: dict, keeper: Keeper, timing: Timing | None = None):
+    client, sink = FakeClient(), ListSink()
+    client.add(PODS, p)
+    actor = StoreActor(timing=timing or Timing(), hakeeper=keeper)  # type: ignore[arg-type]
+    try:
+        actor.observe(context(client, PODS, "p", sink))
+    except ReSync as resync:
+        return client.get(PODS, "p"), resync
+    return client.get(PODS, "p"), None
+
+
+def test_a_held_pod_first_waits_the_minimum_delay() -> None:
+    """OnPreparingStop's first pass annotates the drain's start, sets the store Draining
+    and requeues after the minimum delay itself (controller.go:158-191); the hook stays."""
+    keeper = Keeper()
+    after, resync = preparing_stop(held_pod(), keeper)
+    assert DRAINING_START_ANNOTATION in after["metadata"]["annotations"]
+    assert after["metadata"]["finalizers"] == [DRAINING_FINALIZER]
+    assert resync is not None and resync.after == Timing().store_drain_min_delay
+    assert keeper.calls == ["patch_store"]
+
+
+def test_a_drained_pod_loses_its_hook_after_the_minimum_delay() -> None:
+    keeper = Keeper()
+    after, resync = preparing_stop(held_pod(**{DRAINING_START_ANNOTATION: stamp(-20)}), keeper)
+    assert resync is None
+    assert after["metadata"]["finalizers"] == []
+    assert DRAINING_START_ANNOTATION not in after["metadata"]["annotations"]
+
+
+def test_a_pod_with_sessions_keeps_its_hook_until_the_drain_times_out() -> None:
+    busy = {SCORE: '{"sessionCount":2}'}
+    after, resync = preparing_stop(
+        held_pod(**{DRAINING_START_ANNOTATION: stamp(-20), **busy}), Keeper()
+    )
+    assert after["metadata"]["finalizers"] == [DRAINING_FINALIZER]
+    assert resync is not None and resync.after == Timing().store_retry
+    timed_out = stamp(-(Timing().store_drain_timeout + 1))
+    after, resync = preparing_stop(
+        held_pod(**{DRAINING_START_ANNOTATION: timed_out, **busy}), Keeper()
+    )
+    assert resync is None and after["metadata"]["finalizers"] == []
+
+
+def test_on_deleted_keeps_the_hook_while_hakeeper_is_away() -> None:
+    """OnDeleted deletes the store in HAKeeper first; unreachable, the finalizer stays
+    (controller.go:101-109) and the runtime retries."""
+    client, sink = FakeClient(), ListSink()
+    client.add(PODS, held_pod())
+    down = StoreActor(timing=Timing(), hakeeper=Keeper(down=True))  # type: ignore[arg-type]
+    with pytest.raises(Exception, match="error remove CN store"):
+        down.finalize(context(client, PODS, "p", sink))
+    assert client.get(PODS, "p")["metadata"]["finalizers"] == [DRAINING_FINALIZER]
+    up = StoreActor(timing=Timing(), hakeeper=Keeper())  # type: ignore[arg-type]
+    assert up.finalize(context(client, PODS, "p", sink))
+    assert client.get(PODS, "p")["metadata"]["finalizers"] == []
+
+
+def stamp(offset: float) -> str:
+    """An RFC 3339 time ``offset`` seconds from now."""
+    return Timing().stamp(time.time() + offset)
+
+
 # ================================================================ on a real cluster
 
 SCORE = "matrixorigin.io/score"
@@ -153,16 +247,27 @@ def test_drain_waits_for_the_sessions_of_the_score(run_model, scene) -> None:
 
 
 def test_drain_timeout_evicts_the_source(run_model, scene) -> None:
+    """The reclaim drain times out and evicts the source (phase Terminating); the CloneSet
+    holds it behind its pre-delete hook and OnPreparingStop drains it once more, from a new
+    start, until the same timeout ("handle graceful logic in OnPreparingStop()",
+    cnstore/pooling.go:56): with sessions that never end, two timeouts pass."""
     model = run_model("fixed", "--drain-timeout", "30")
     source, _ = migrate_with_sessions(scene, model)
-    scene.wait(
-        "the source is evicted and deleted",
-        lambda: scene.pod(source) is None,
+    held = scene.wait(
+        "the evicted source is held in PreparingDelete",
+        lambda: (
+            (pod := scene.pod(source)) is not None
+            and labels(pod).get(KRUISE_STATE_LABEL) == PREPARING_DELETE
+            and pod
+        ),
         op_seconds=60,
     )
+    assert DRAINING_FINALIZER in held["metadata"]["finalizers"]
+    scene.wait("the source is deleted", lambda: scene.pod(source) is None, op_seconds=60)
     assert model.lines(
         "drain pool pod timeout, delete it to avoid workload intervention", name=source
     )
+    assert model.lines("store draining timeout, force delete CN", name=source)
     scene.wait(
         "the migration completes",
         lambda: "sourcePod" not in scene.claim("x")["spec"],

@@ -72,8 +72,13 @@ class Reconciler:
         events: EventRecorder,
         workers: int = 1,
         finalizer: bool = True,
+        finalize_deleting: bool = False,
         status_sync: bool = True,
     ) -> None:
+        """``finalizer`` False: the runtime puts no finalizer of its own on the objects; with
+        ``finalize_deleting`` their deletion still reaches the actor's ``finalize`` (the
+        model's stand-in for a finalizer it leaves out, the store controller's ``cnstore``),
+        retried until it says done."""
         self.name = name
         self.kind = kind
         self._cache = cache
@@ -84,6 +89,7 @@ class Reconciler:
         self._events = events
         self._workers = workers
         self._finalizer = f"matrixorigin.io/{name}" if finalizer else None
+        self._finalize_deleting = finalize_deleting
         self._status_sync = status_sync
         self._retry = Result(requeue=True, after=timing.default_requeue)
         self.queue = WorkQueue(
@@ -216,6 +222,13 @@ class Reconciler:
     def _finalize(self, ctx: Context) -> Result:
         """finalize (rt/reconciler.go:345-377)."""
         finalizers = meta(ctx.obj).get("finalizers") or []
+        if self._finalizer is None and self._finalize_deleting:
+            try:
+                done = self._actor.finalize(ctx)
+            except Exception as err:
+                ctx.log.error(error_stack(err), caller=f"{RT}:361", error=str(err))
+                return BACKOFF
+            return FORGET if done else self._retry
         if self._finalizer is None or self._finalizer not in finalizers:
             return FORGET
         try:

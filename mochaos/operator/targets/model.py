@@ -16,6 +16,7 @@ from mochaos.ctrl.mo_components import HAKEEPER
 from mochaos.ctrl.objects import SCORE_ANNOTATION
 from mochaos.errors import UsageError
 from mochaos.kube import Cluster, api_client
+from mochaos.matrixone.waits import DRAIN_MIN
 from mochaos.model.matrixone_faults import write_fault
 from mochaos.model.profiles import ALIASES, PROFILES, valid_names
 from mochaos.operator.runtime.process import OperatorProcess
@@ -34,7 +35,9 @@ def model_waits(time_scale: float) -> Waits:
     """The model's intervals are the operator's, time-scaled; a few seconds of slack on top."""
     s = CheckOptions(time_scale=time_scale).scaled
     return Waits(
-        pool_ready=s(60) + 30,
+        # a pool pod scaled in is held by the CloneSet's pre-delete hook through its drain
+        # (the minimum delay, requeued once more) before its slot is given back (model/pool.py)
+        pool_ready=s(60 + 2 * DRAIN_MIN) + 30,
         bind=s(60) + 30,
         deletion_cost=s(45) + 10,
         migration_phase=s(120) + 10,
