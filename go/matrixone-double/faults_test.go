@@ -137,15 +137,20 @@ func TestLockServiceHangsUntilUp(t *testing.T) {
 		t.Fatalf("dial %s while hanging: %v (want a connection nobody answers)", addr, err)
 	}
 	_ = conn.Close()
-	// The client's connection from before the fault was cut: a call on it may fail at
-	// once; on a new connection a call runs into the caller's timeout.
+	// The client's connection from before the fault was cut: calls on it fail at once
+	// until the client has noticed and dials anew (how long that takes depends on the
+	// machine's load: 3 quick tries were not always enough); on a new connection a call
+	// runs into the caller's timeout.
 	hung := false
-	for i := 0; i < 3 && !hung; i++ {
+	for deadline := time.Now().Add(15 * time.Second); !hung && time.Now().Before(deadline); {
 		start := time.Now()
 		if err := canRestart(time.Second); err == nil {
 			t.Fatal("the lock service answered while hanging")
 		}
 		hung = time.Since(start) >= 900*time.Millisecond
+		if !hung {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 	if !hung {
 		t.Fatal("every call to the hanging lock service failed at once: want the caller's timeout")
