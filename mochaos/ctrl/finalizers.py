@@ -30,6 +30,8 @@ DRAINING_FINALIZER = "matrixorigin.io/cn-draining"
 POOL_FINALIZER = "matrixorigin.io/cn-pool-manager"
 PREPARING_DELETE = "PreparingDelete"
 """OpenKruise's lifecycle state of a pod held by a pre-delete hook."""
+PREPARING_UPDATE = "PreparingUpdate"
+"""OpenKruise's lifecycle state of a pod held by an in-place-update hook."""
 
 
 @dataclass(frozen=True, slots=True)

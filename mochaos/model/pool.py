@@ -108,8 +108,8 @@ class PoolActor:
     pool-churn). The real kube-scheduler places the pods on kwok's fake nodes
     (``nodeSelector type: kwok``), which mark them Running/Ready. Pods carry the CNSet
     template's ``management-policy: Pooling`` annotation; the store controller adds the
-    ``cn-draining`` finalizer once they run; kwok's pod-delete stage strips finalizers of
-    deleted pods.
+    ``cn-draining`` finalizer once they run and removes it from a pod deleted otherwise
+    (kwok's pod-delete stage removes no finalizer; see store.py).
     """
 
     def __init__(self, *, timing: Timing, max_idle: int | None) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from mochaos.ctrl.finalizers import DRAINING_FINALIZER, PREPARING_DELETE
+from mochaos.ctrl.finalizers import DRAINING_FINALIZER, PREPARING_DELETE, PREPARING_UPDATE
 from mochaos.ctrl.informer import MODIFIED
 from mochaos.ctrl.objects import COMPONENT_LABEL as COMPONENT
 from mochaos.ctrl.objects import CONNECTIONS_ANNOTATION as CONNECTIONS
@@ -50,7 +50,6 @@ NAME = "cnstore"
 STATS_ANNOTATIONS = (DELETION_COST, CONNECTIONS, SCORE_ANNOTATION)
 
 SRC = "cnstore/controller.go"
-PREPARING_UPDATE = "PreparingUpdate"
 POOLING = "cnstore/pooling.go"
 
 
@@ -160,12 +159,8 @@ class StoreActor:
         except Exception as err:
             raise wrap(err, "error remove CN store") from err
 
-        def remove() -> None:
-            meta = pod["metadata"]
-            meta["finalizers"] = [f for f in meta["finalizers"] if f != DRAINING_FINALIZER]
-
         with contextlib.suppress(NotFound):
-            ctx.client.patch(PODS, pod, remove)
+            ctx.client.patch(PODS, pod, lambda: _drop_hook(pod))
         return True
 
     def _sync_stats(self, ctx: Context) -> None:
@@ -276,8 +271,8 @@ class StoreActor:
         if safe:  # no lock service in the model: the lock migration is done at once
             self._complete_draining(ctx)
             return
-        if elapsed > self.timing.store_drain_long and DIAGNOSE not in annotations_of(pod):
-            ctx.client.patch(PODS, pod, lambda: mutable_annotations(pod).__setitem__(DIAGNOSE, "y"))
+        if elapsed > self.timing.store_drain_long:
+            self._diagnose(ctx)
         raise ReSync("wait for CN store draining", self.timing.store_retry)
 
     def _complete_draining(self, ctx: Context) -> None:
@@ -286,9 +281,7 @@ class StoreActor:
         pod = ctx.obj
 
         def complete() -> None:
-            meta = pod["metadata"]
-            kept = [f for f in meta.get("finalizers") or [] if f != DRAINING_FINALIZER]
-            meta["finalizers"] = kept
+            _drop_hook(pod)
             for key in (DRAINING_START, DIAGNOSE):
                 mutable_annotations(pod).pop(key, None)
 
@@ -326,8 +319,8 @@ class StoreActor:
             )
             self._evict(ctx)
             return
-        if elapsed > self.timing.store_drain_long and DIAGNOSE not in annotations_of(pod):
-            ctx.client.patch(PODS, pod, lambda: mutable_annotations(pod).__setitem__(DIAGNOSE, "y"))
+        if elapsed > self.timing.store_drain_long:
+            self._diagnose(ctx)
         if elapsed < self.timing.store_drain_min_delay:
             raise ReSync("wait min delay duration", self.timing.store_retry)
         try:
@@ -351,6 +344,13 @@ class StoreActor:
 
         ctx.client.patch(PODS, pod, back_to_pool)
 
+    def _diagnose(self, ctx: Context) -> None:
+        """diagnosisDraining (controller.go:215-228): a drain taking long is marked for
+        diagnosis, once."""
+        pod = ctx.obj
+        if DIAGNOSE not in annotations_of(pod):
+            ctx.client.patch(PODS, pod, lambda: mutable_annotations(pod).__setitem__(DIAGNOSE, "y"))
+
     def _set_phase(self, ctx: Context, phase: str) -> None:
         pod = ctx.obj
         try:
@@ -371,3 +371,9 @@ class StoreActor:
             ctx.client.patch(PODS, pod, terminate)
         except Exception as err:
             raise wrap(err) from err
+
+
+def _drop_hook(pod: Obj) -> None:
+    """Remove the ``cn-draining`` finalizer (the CloneSet's pre-delete hook) from ``pod``."""
+    meta = pod["metadata"]
+    meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != DRAINING_FINALIZER]

@@ -318,6 +318,11 @@ class Scene:
         )
 
 
+def annotations(obj: Obj | None) -> dict[str, str]:
+    """metadata.annotations of an object (empty when absent)."""
+    return (obj or {}).get("metadata", {}).get("annotations") or {}
+
+
 def labels(obj: Obj | None) -> dict[str, str]:
     """metadata.labels of an object (empty when absent)."""
     if not obj:

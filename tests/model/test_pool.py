@@ -12,7 +12,7 @@ from mochaos.ctrl.rest import PODS, POOLS
 from mochaos.model.pool import pod_for_pool, pool_deletion_order
 
 from .fakes import pod
-from .scene import PHASE, labels
+from .scene import PHASE, annotations, labels
 
 
 def pool_pod(name: str, phase: str, created: str, claimed: bool = False) -> dict:
@@ -197,7 +197,3 @@ def test_a_deleted_pod_loses_its_hook_through_on_deleted(run_model, scene) -> No
     scene.delete(PODS, name)
     scene.wait("the pod is gone", lambda: scene.pod(name) is None, op_seconds=30)
     assert model.lines("call HAKeeper to remove CN store", name=name)
-
-
-def annotations(obj: dict | None) -> dict[str, str]:
-    return (obj or {}).get("metadata", {}).get("annotations") or {}

@@ -17,7 +17,7 @@ from mochaos.model.store import DELETION_COST, StoreActor, starting, wants_pod_e
 from mochaos.model.timing import Timing
 
 from .fakes import FakeClient, ListSink, context, pod
-from .scene import PHASE, labels
+from .scene import PHASE, annotations, labels
 
 CN = {"matrixorigin.io/component": "CNSet"}
 
@@ -129,10 +129,10 @@ def held_pod(**annotations: str) -> dict:
     return p
 
 
-def preparing_stop(p: dict, keeper: Keeper, timing: Timing | None = None):
+def preparing_stop(p: dict, keeper: Keeper):
     client, sink = FakeClient(), ListSink()
     client.add(PODS, p)
-    actor = StoreActor(timing=timing or Timing(), hakeeper=keeper)  # type: ignore[arg-type]
+    actor = StoreActor(timing=Timing(), hakeeper=keeper)  # type: ignore[arg-type]
     try:
         actor.observe(context(client, PODS, "p", sink))
     except ReSync as resync:
@@ -273,7 +273,3 @@ def test_drain_timeout_evicts_the_source(run_model, scene) -> None:
         lambda: "sourcePod" not in scene.claim("x")["spec"],
         op_seconds=30,
     )
-
-
-def annotations(obj: dict | None) -> dict[str, str]:
-    return (obj or {}).get("metadata", {}).get("annotations") or {}

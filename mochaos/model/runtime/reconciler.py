@@ -222,14 +222,10 @@ class Reconciler:
     def _finalize(self, ctx: Context) -> Result:
         """finalize (rt/reconciler.go:345-377)."""
         finalizers = meta(ctx.obj).get("finalizers") or []
-        if self._finalizer is None and self._finalize_deleting:
-            try:
-                done = self._actor.finalize(ctx)
-            except Exception as err:
-                ctx.log.error(error_stack(err), caller=f"{RT}:361", error=str(err))
-                return BACKOFF
-            return FORGET if done else self._retry
-        if self._finalizer is None or self._finalizer not in finalizers:
+        if self._finalizer is None:
+            if not self._finalize_deleting:
+                return FORGET
+        elif self._finalizer not in finalizers:
             return FORGET
         try:
             done = self._actor.finalize(ctx)
@@ -240,6 +236,8 @@ class Reconciler:
         if not done:
             ctx.log.info("does not complete finalizing, retry", caller=f"{RT}:367")
             return self._retry
+        if self._finalizer is None:
+            return FORGET
         ctx.log.info("resource finalizing complete, remove finalizer", caller=f"{RT}:370")
         remaining = [f for f in meta(ctx.obj).get("finalizers") or [] if f != self._finalizer]
         meta(ctx.obj)["finalizers"] = remaining
