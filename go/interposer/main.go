@@ -179,20 +179,22 @@ func (a *App) closeListeners() {
 	a.ctrlLn.Close()
 }
 
-// Start serves both listeners and writes --addr-out / --control-out.
+// Start serves both listeners and writes --addr-out, then --control-out.
 func (a *App) Start() error {
 	go a.srv.ServeTLS(a.ln, "", "")
 	go a.ctrlSrv.Serve(a.ctrlLn)
 	if a.cfg.Pprof != "" {
 		go http.ListenAndServe(a.cfg.Pprof, http.DefaultServeMux)
 	}
-	if a.cfg.ControlOut != "" {
-		if err := writeFileAtomic(a.cfg.ControlOut, []byte(a.CtrlAddr+"\n"), 0o644); err != nil {
+	// The proxy's address first: a caller that waits for --control-out as the sign of
+	// readiness then finds both files.
+	if a.cfg.AddrOut != "" {
+		if err := writeFileAtomic(a.cfg.AddrOut, []byte(a.Addr+"\n"), 0o644); err != nil {
 			return err
 		}
 	}
-	if a.cfg.AddrOut != "" {
-		if err := writeFileAtomic(a.cfg.AddrOut, []byte(a.Addr+"\n"), 0o644); err != nil {
+	if a.cfg.ControlOut != "" {
+		if err := writeFileAtomic(a.cfg.ControlOut, []byte(a.CtrlAddr+"\n"), 0o644); err != nil {
 			return err
 		}
 	}

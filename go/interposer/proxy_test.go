@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -502,5 +503,29 @@ func TestKubeconfigOut(t *testing.T) {
 	ctrl, _ := os.ReadFile(filepath.Join(h.dir, "ctrl"))
 	if strings.TrimSpace(string(addr)) != h.app.Addr || strings.TrimSpace(string(ctrl)) != h.app.CtrlAddr {
 		t.Fatalf("addr-out %q control-out %q", addr, ctrl)
+	}
+}
+
+// --control-out is the caller's sign that both files are there: when --addr-out cannot be
+// written, --control-out is not written either.
+func TestControlOutIsWrittenAfterAddrOut(t *testing.T) {
+	api := newFakeAPI(t)
+	dir := t.TempDir()
+	up := writeUpstreamKubeconfig(t, dir, api)
+	ctrl := filepath.Join(dir, "ctrl")
+	cfg, err := parseFlags([]string{
+		"--upstream-kubeconfig", up, "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0",
+		"--journal", filepath.Join(dir, "journal.jsonl"),
+		"--addr-out", filepath.Join(dir, "missing", "addr"), "--control-out", ctrl,
+	}, io.Discard)
+	must(t, err)
+	a, err := newApp(cfg)
+	must(t, err)
+	defer a.Shutdown()
+	if err := a.Start(); err == nil {
+		t.Fatal("Start wrote --addr-out into a folder that does not exist")
+	}
+	if _, err := os.Stat(ctrl); !os.IsNotExist(err) {
+		t.Fatalf("--control-out written although --addr-out failed: %v", err)
 	}
 }

@@ -85,7 +85,8 @@ class Interposer:
             )  # fmt: skip
         register_pid(self._proc.pid, self._command)
         deadline = time.monotonic() + START_TIMEOUT
-        while not (self.folder / "control").is_file():
+        ready = (self.folder / "addr", self.folder / "control")
+        while not all(path.is_file() for path in ready):
             if self._proc.poll() is not None:
                 self._gone("exited before it listened")
             if time.monotonic() > deadline:
