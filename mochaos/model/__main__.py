@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         help="JSON file of the model's MatrixOne components a scenario took down (read before "
         "each call to MatrixOne; default: never down)",
     )
+    p.add_argument(
+        "--pod-image",
+        help="run the pool's pods on the cluster's real nodes with this image, one the nodes "
+        "already have (never pulled; e.g. their pause image); default: on kwok's fake nodes",
+    )
     return p
 
 
@@ -101,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         log=log,
         max_idle=args.max_idle,
         matrixone_faults=args.matrixone_faults,
+        pod_image=args.pod_image,
     )
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -78,9 +78,11 @@ class Model:
         log: Logger,
         max_idle: int | None,
         matrixone_faults: Path | None = None,
+        pod_image: str | None = None,
     ) -> None:
         """``matrixone_faults``: the file a scenario takes the model's MatrixOne down in
-        (:mod:`mochaos.model.matrixone_faults`; None: it never is)."""
+        (:mod:`mochaos.model.matrixone_faults`; None: it never is). ``pod_image``: the
+        pool's pods run on real nodes with it (None: on kwok's fake nodes)."""
         self.profile = profile
         self.log = log
         self.stop_event = threading.Event()
@@ -117,7 +119,7 @@ class Model:
             name=pool.NAME,
             kind=POOLS,
             cache=self.caches[POOLS],
-            actor=pool.PoolActor(timing=timing, max_idle=max_idle),
+            actor=pool.PoolActor(timing=timing, max_idle=max_idle, pod_image=pod_image),
             **common,
         )
         self.stores = Reconciler(

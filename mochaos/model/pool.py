@@ -26,6 +26,11 @@ from mochaos.model.timing import Timing, parse_time
 
 NAME = "cn-pool-manager"
 IMAGE = "matrixorigin/matrixone:mochaos-model"
+"""The image of a pod on kwok's fake nodes: never pulled, never run."""
+KWOK_PLACEMENT = {
+    "nodeSelector": {"type": "kwok"},
+    "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+}
 MAX_INT32 = 2**31 - 1
 EXPECTATION_TTL = 30.0
 
@@ -53,8 +58,14 @@ def pool_deletion_order(a: Obj, b: Obj) -> int:
     return -int(created_a - created_b)
 
 
-def pod_for_pool(pool: Obj, name: str) -> Obj:
-    """A CN pod of the pool, as the pool's CNSet would create it."""
+def pod_for_pool(pool: Obj, name: str, *, image: str | None = None) -> Obj:
+    """A CN pod of the pool, as the pool's CNSet would create it.
+
+    ``image`` None: placed on kwok's fake nodes (the embedded cluster), which mark it
+    Running without running anything. Else the pod runs on the cluster's real nodes with
+    that image, one the node already has (a pause image: it runs until stopped and exits
+    at once on SIGTERM), so kubelet owns its status as kwok does on the embedded cluster.
+    """
     ns = pool["metadata"]["namespace"]
     labels = dict(pool.get("spec", {}).get("podLabels") or {})
     labels.update(
@@ -78,9 +89,8 @@ def pod_for_pool(pool: Obj, name: str) -> Obj:
             "ownerReferences": [controller_ref(pool, POOLS)],
         },
         "spec": {
-            "containers": [{"name": "main", "image": IMAGE, "imagePullPolicy": "Never"}],
-            "nodeSelector": {"type": "kwok"},
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists"}],
+            "containers": [{"name": "main", "image": image or IMAGE, "imagePullPolicy": "Never"}],
+            **(KWOK_PLACEMENT if image is None else {}),
             "automountServiceAccountToken": False,
         },
     }
@@ -112,9 +122,13 @@ class PoolActor:
     (kwok's pod-delete stage removes no finalizer; see store.py).
     """
 
-    def __init__(self, *, timing: Timing, max_idle: int | None) -> None:
+    def __init__(
+        self, *, timing: Timing, max_idle: int | None, pod_image: str | None = None
+    ) -> None:
+        """``pod_image``: the image of pods run on real nodes (None: on kwok's fake nodes)."""
         self.timing = timing
         self.max_idle = max_idle
+        self.pod_image = pod_image
         self._expected: dict[str, dict[str, float]] = {}
 
     def observe(self, ctx: Context) -> None:
@@ -214,7 +228,7 @@ class PoolActor:
     def _create(self, ctx: Context) -> None:
         name = f"{name_of(ctx.obj)}-{rand_string(5)}"
         try:
-            ctx.client.create(PODS, pod_for_pool(ctx.obj, name))
+            ctx.client.create(PODS, pod_for_pool(ctx.obj, name, image=self.pod_image))
         except ApiError as err:
             raise wrap(err, "error create CN pod") from err
         self._expected.setdefault(name_of(ctx.obj), {})[name] = time.monotonic()

@@ -63,6 +63,17 @@ def test_pod_of_a_pool() -> None:
     assert "finalizers" not in made["metadata"]
 
 
+def test_a_pool_pod_with_an_image_runs_on_real_nodes() -> None:
+    pool = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {}}
+    made = pod_for_pool(pool, "p-abcde", image="registry.k8s.io/pause:3.10")
+    (container,) = made["spec"]["containers"]
+    assert (container["image"], container["imagePullPolicy"]) == (
+        "registry.k8s.io/pause:3.10",
+        "Never",
+    )
+    assert "nodeSelector" not in made["spec"] and "tolerations" not in made["spec"]
+
+
 # ================================================================ on a real cluster
 
 

@@ -14,7 +14,7 @@ from mochaos.config import CheckOptions
 from mochaos.crds import install, own_crds
 from mochaos.ctrl.mo_components import HAKEEPER
 from mochaos.ctrl.objects import SCORE_ANNOTATION
-from mochaos.errors import UsageError
+from mochaos.errors import InfraError, UsageError
 from mochaos.kube import Cluster, api_client
 from mochaos.matrixone.waits import DRAIN_MIN
 from mochaos.model.matrixone_faults import write_fault
@@ -43,6 +43,38 @@ def model_waits(time_scale: float) -> Waits:
         migration_phase=s(120) + 10,
         log_line=s(30) + 10,
         teardown=s(10) + NAMESPACE_DELETION_SLACK,
+    )
+
+
+KWOK_NODE_LABEL = ("type", "kwok")
+"""The label of kwok's fake nodes on the embedded cluster (the model's pods go there)."""
+
+
+def pod_image_for(cluster: Cluster) -> str | None:
+    """The image the model's pool pods run with on ``cluster`` (:func:`pod_image_of` its
+    nodes)."""
+    with api_client(cluster.kubeconfig, user_agent="mochaos/setup", context=cluster.context) as api:
+        nodes = api.sanitize_for_serialization(client.CoreV1Api(api).list_node().items)
+    return pod_image_of(nodes, cluster=cluster.name)
+
+
+def pod_image_of(nodes: list[dict[str, Any]], *, cluster: str) -> str | None:
+    """None when kwok's fake nodes are among ``nodes`` (they run nothing: the embedded
+    cluster), else a pause image the nodes already have (kubelet reports them in
+    ``status.images``; kind's nodes preload the one containerd's sandboxes use), so the pods
+    run on real nodes without a pull. InfraError when no node has one."""
+    key, value = KWOK_NODE_LABEL
+    if any(node.get("metadata", {}).get("labels", {}).get(key) == value for node in nodes):
+        return None
+    for node in nodes:
+        for image in node.get("status", {}).get("images") or []:
+            for name in image.get("names") or []:
+                if "@" not in name and name.rsplit("/", 1)[-1].split(":", 1)[0] == "pause":
+                    return str(name)
+    raise InfraError(
+        f"no node of cluster {cluster} reports a pause image: the model's pool pods run "
+        "with one its nodes already have",
+        hint="on a cluster without one, qualify an operator image instead of model:",
     )
 
 
@@ -122,12 +154,15 @@ class ModelTarget:
         self.time_scale = time_scale
         self.interposer = interposer
         """``--mochaos-interposer``: on, the model talks to the apiserver through one."""
+        self._pod_image: str | None = None
         self.spec = f"model:{profile}"
         self.version = f"model-{profile}"
 
     def install(self, cluster: Cluster) -> None:
-        """Install the CNClaim / CNClaimSet / CNPool CRDs (ours, unless the operator's are)."""
+        """Install the CNClaim / CNClaimSet / CNPool CRDs (ours, unless the operator's are)
+        and see where the pool's pods can run (:func:`pod_image_for`)."""
         install(cluster, own_crds())
+        self._pod_image = pod_image_for(cluster)
 
     def start(self, cluster: Cluster, namespace: str, log_dir: Path) -> OperatorProcess:
         """Start the model for one namespace and wait until its informers synced."""
@@ -146,6 +181,8 @@ class ModelTarget:
             "--user-agent", user_agent,
             "--matrixone-faults", str(faults.path),
         ]  # fmt: skip
+        if self._pod_image is not None:
+            command += ["--pod-image", self._pod_image]
         if cluster.context and via is None:
             command += ["--context", cluster.context]
         proc = OperatorProcess(

@@ -1,0 +1,79 @@
+"""The seed scenario on a real kind cluster with ``model:upstream``: no operator checkout
+needed, so every ``.ci/run`` runs it (its kind step). It goes through the kind provider,
+the offline node image, kubelet running the pool's pods (the nodes' own pause image), the
+recorder, the audit log and the reports, and shows that the run leaves no kind cluster.
+
+Needs a Docker engine kind's nodes can run on (``python -m mochaos kind engine up``) and
+``MOCHAOS_KIND_E2E=1``: a kind scenario takes most of a 2-core machine, so the main
+``pytest tests/ -n 2`` run leaves it to that step and skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_real_operator import failed, run_seed  # this folder's module (rootdir mode)
+from test_real_operator_kind import E2E_ENV, _engine_reason
+
+from mochaos.report.junit import read_junit
+
+KIND_NODE_LABEL = "io.x-k8s.kind.cluster"
+"""The label kind puts on its node containers, naming their cluster."""
+
+pytestmark = [
+    pytest.mark.e2e,  # run_seed runs the suites in a child pytest
+    pytest.mark.skipif(
+        os.environ.get(E2E_ENV) != "1",
+        reason=f"kind end to end runs in .ci/run's kind step ({E2E_ENV}=1)",
+    ),
+]
+
+
+def _kind_node_containers() -> set[str]:
+    out = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label={KIND_NODE_LABEL}", "--format", "{{.Names}}"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    return {line for line in out.splitlines() if line.strip()}
+
+
+def _running_pods(history: Path) -> list[dict]:
+    """The pods the history saw Running (as the recorder's watch delivered them)."""
+    pods = []
+    for line in history.read_text().splitlines():
+        record = json.loads(line)
+        obj = record.get("obj") or {}
+        if record.get("kind") == "Pod" and obj.get("status", {}).get("phase") == "Running":
+            pods.append(obj)
+    return pods
+
+
+def test_the_model_on_kind_fails_the_seed_race_and_leaves_no_cluster(tmp_path: Path) -> None:
+    reason = _engine_reason()
+    if reason:
+        pytest.skip(reason)
+    before = _kind_node_containers()
+    result = run_seed(
+        tmp_path, "--mochaos-cluster=kind", "--operator", "model:upstream", host_port=False
+    )
+    assert result["cluster_provider"] == "kind"
+    (case,) = read_junit(tmp_path / "junit.xml").values()
+    assert case.properties["cluster.provider"] == "kind"
+    assert failed(result) >= {
+        "finalizer-completes", "no-label-residue", "scalein-skips-migrating", "retry-budget",
+    }  # fmt: skip
+    assert result["max_finalize_retries"] > 10
+    # the pool's pods ran on kind's node under kubelet (no kwok there), with a pause image
+    running = _running_pods(Path(result["artifacts"]["history"]))
+    assert running, "no pod of the pool was seen Running"
+    for pod in running:
+        (container,) = pod["spec"]["containers"]
+        assert pod["spec"]["nodeName"].endswith("-control-plane"), pod["spec"]["nodeName"]
+        assert "nodeSelector" not in pod["spec"]
+        assert container["image"].rsplit("/", 1)[-1].startswith("pause:"), container["image"]
+    # a single-process run deletes the kind cluster it created (docs/kind.md: unless kept)
+    assert _kind_node_containers() == before
