@@ -10,6 +10,7 @@ the only place a duration is multiplied by it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -123,6 +124,30 @@ def _bool(text: str) -> bool:
     if value in ("0", "false", "no", "off", ""):
         return False
     raise ValueError(f"{text!r} is not a boolean (use true or false)")
+
+
+REGISTRY_LOCAL = "local"
+"""``--mochaos-registry local``: the registry mo-chaos runs itself (mochaos.cluster.kind)."""
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
+
+
+def parse_registry(value: str) -> str | None:
+    """``--mochaos-registry``: None (load images), :data:`REGISTRY_LOCAL`, or an endpoint URL
+    (``host:port`` means plain HTTP, as registries inside a network usually are); ValueError
+    for anything else."""
+    value = value.strip()
+    if not value:
+        return None
+    if value == REGISTRY_LOCAL:
+        return REGISTRY_LOCAL
+    scheme, sep, rest = value.partition("://")
+    host = rest if sep else value
+    if (sep and scheme not in ("http", "https")) or not _HOST_PORT.match(host.rstrip("/")):
+        raise ValueError(
+            "neither 'local' nor a registry address: pass local, <host>:<port> or "
+            "http(s)://<host>:<port>"
+        )
+    return f"{scheme if sep else 'http'}://{host.rstrip('/')}"
 
 
 def _float(text: str) -> float:
@@ -250,6 +275,10 @@ SETTINGS: tuple[Setting, ...] = (
             doc="([safety.md](safety.md))"),
     Setting("keep_cluster", "--mochaos-keep-cluster", "kind: keep the cluster afterwards",
             False, _bool, switch=True),
+    Setting("registry", "--mochaos-registry", "kind: the nodes pull every image through a "
+            "registry instead of kind load: local (one mo-chaos runs and pushes to) or "
+            "<host>:<port> / http(s)://<host>:<port> (yours, already holding them)", None,
+            parse_registry, doc="([kind.md](kind.md#through-a-registry))"),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
             _path, doc="(`reports/<run-id>/`; `reports/latest` links the newest)"),
     Setting("explore", "--mochaos-explore", "an exploration.json (python -m mochaos explore): "
@@ -303,6 +332,7 @@ class RunConfig:
     context: str | None = _DEFAULT["context"]
     allow_context: tuple[str, ...] = _DEFAULT["allow_context"]
     keep_cluster: bool = _DEFAULT["keep_cluster"]
+    registry: str | None = _DEFAULT["registry"]
     reports_dir: Path = _DEFAULT["reports_dir"]
     explore: Path | None = _DEFAULT["explore"]
     shard: Shard | None = _DEFAULT["shard"]
@@ -378,6 +408,11 @@ def resolve(
     for name in ("retry_budget", "churn_budget", "conflict_budget"):
         if getattr(cfg, name) < 0:
             raise UsageError(f"{SETTING_BY_NAME[name].flag} must be >= 0", hint="give a count")
+    if cfg.registry is not None and cfg.cluster != "kind":
+        raise UsageError(
+            "--mochaos-registry is for kind's nodes only",
+            hint="add --mochaos-cluster=kind, or drop --mochaos-registry",
+        )
     if cfg.warm_namespaces < 0:
         raise UsageError(
             "--mochaos-warm-namespaces must be >= 0", hint="give a count (0 turns it off)"

@@ -254,6 +254,7 @@ def make_provider(cfg: RunConfig) -> ClusterProvider:
         context=cfg.context,
         allow_contexts=cfg.allow_context,
         keep_cluster=cfg.keep_cluster,
+        registry=cfg.registry,
     )
 
 

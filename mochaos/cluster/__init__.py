@@ -48,6 +48,7 @@ def make_provider(
     context: str | None = None,
     allow_contexts: Sequence[str] = (),
     keep_cluster: bool = False,
+    registry: str | None = None,
 ) -> ClusterProvider:
     """The provider called ``name``, configured from the command-line options."""
     if name == "local":
@@ -61,7 +62,7 @@ def make_provider(
             KindProvider,
         )
 
-        return KindProvider(keep_cluster=keep_cluster)
+        return KindProvider(keep_cluster=keep_cluster, registry=registry)
     if name == "existing":
         return ExistingProvider(
             kubeconfig=kubeconfig, context=context, allow_contexts=allow_contexts

@@ -56,6 +56,11 @@ PROGRAMS: dict[str, GoCommand] = {
         "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version={version}",
     ),
     "coredns": GoCommand("github.com/coredns/coredns", "github.com/coredns/coredns", "coredns"),
+    "registry": GoCommand(
+        "github.com/distribution/distribution/v3",
+        "github.com/distribution/distribution/v3/cmd/registry", "registry",
+        "-s -w -X github.com/distribution/distribution/v3/version.version={version}",
+    ),
     "local-path-provisioner": GoCommand(
         "github.com/rancher/local-path-provisioner", "github.com/rancher/local-path-provisioner",
         "local-path-provisioner",

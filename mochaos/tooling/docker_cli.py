@@ -142,6 +142,19 @@ class DockerCli:
         self.runner([self.path, "pull", ref], what=f"docker pull {ref}", timeout=1800.0,
                     hint="build or load the image into this engine, or check its name")  # fmt: skip
 
+    def tag(self, ref: str, new_ref: str) -> None:
+        """Give the image ``ref`` the further name ``new_ref``."""
+        self._run("tag", ref, new_ref, what=f"docker tag {ref} {new_ref}")
+
+    def push(self, ref: str) -> None:
+        """Push ``ref`` to the registry its name starts with."""
+        self.runner([self.path, "push", ref], what=f"docker push {ref}", timeout=1800.0,
+                    hint="check that the registry runs and accepts pushes")  # fmt: skip
+
+    def untag(self, ref: str) -> None:
+        """Remove the name ``ref`` (the image stays while other names hold it)."""
+        self._run("rmi", ref, what=f"docker rmi {ref}", check=False)
+
     def create(self, args: Sequence[str]) -> str:
         """``docker create <args>``: the new container's id."""
         result = self._run("create", *args, what="docker create")

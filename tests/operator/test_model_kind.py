@@ -11,25 +11,22 @@ Needs a Docker engine kind's nodes can run on (``python -m mochaos kind engine u
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 from test_real_operator import failed, run_seed  # this folder's module (rootdir mode)
-from test_real_operator_kind import E2E_ENV, _engine_reason
 
 from mochaos.report.junit import read_junit
+
+from support.kind_e2e import engine_reason, needs_kind_e2e
 
 KIND_NODE_LABEL = "io.x-k8s.kind.cluster"
 """The label kind puts on its node containers, naming their cluster."""
 
 pytestmark = [
     pytest.mark.e2e,  # run_seed runs the suites in a child pytest
-    pytest.mark.skipif(
-        os.environ.get(E2E_ENV) != "1",
-        reason=f"kind end to end runs in .ci/run's kind step ({E2E_ENV}=1)",
-    ),
+    needs_kind_e2e,
 ]
 
 
@@ -53,7 +50,7 @@ def _running_pods(history: Path) -> list[dict]:
 
 
 def test_the_model_on_kind_fails_the_seed_race_and_leaves_no_cluster(tmp_path: Path) -> None:
-    reason = _engine_reason()
+    reason = engine_reason()
     if reason:
         pytest.skip(reason)
     before = _kind_node_containers()

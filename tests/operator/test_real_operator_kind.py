@@ -17,38 +17,19 @@ from test_real_operator import MAIN, failed, run_seed  # this folder's module (r
 
 from mochaos.operator.targets.source import ENV_SOURCE
 
-E2E_ENV = "MOCHAOS_KIND_E2E"
-
-
-def _engine_reason() -> str | None:
-    from mochaos.cluster.kind.docker_engine import DockerEngine, parse_info
-    from mochaos.cluster.kind.engine_host import RUNTIME_NAME
-    from mochaos.cluster.kind.host_facts import HostFacts
-    from mochaos.errors import InfraError
-
-    try:
-        info = parse_info(DockerEngine().info())
-    except InfraError as err:
-        return f"no Docker engine: {err}"
-    if HostFacts.read().runtime_shim() and info.default_runtime != RUNTIME_NAME:
-        return "the engine cannot start kind's nodes here: `python -m mochaos kind engine up`"
-    return None
-
+from support.kind_e2e import engine_reason, needs_kind_e2e
 
 pytestmark = [
     pytest.mark.e2e,  # run_seed (test_real_operator.py) runs the suites in a child pytest
     pytest.mark.skipif(not os.environ.get(ENV_SOURCE), reason=f"{ENV_SOURCE} is unset"),
-    pytest.mark.skipif(
-        os.environ.get(E2E_ENV) != "1",
-        reason=f"kind end to end runs in .ci/run's kind step (MOCHAOS_CI_KIND=1: {E2E_ENV}=1)",
-    ),
+    needs_kind_e2e,
 ]
 
 
 def test_main_on_kind_fails_the_seed_race_with_retries_from_the_operator_pods_log(
     tmp_path: Path,
 ) -> None:
-    reason = _engine_reason()
+    reason = engine_reason()
     if reason:
         pytest.skip(reason)
     # the operator runs in the kind node: no host port, so no turn behind the host's runs

@@ -282,3 +282,11 @@ def test_qualify_exits_2_on_bad_input_found_inside_the_runs(tmp_path):
 def test_a_negative_warm_namespace_count_is_a_usage_error(child):
     run = suites(child, env=child_env(MOCHAOS_WARM_NAMESPACES="-1"))
     refused_at_start(run, "--mochaos-warm-namespaces must be >= 0")
+
+
+def test_a_registry_is_refused_off_kind_and_when_it_is_no_address(child):
+    run = suites(child, "--mochaos-registry=local")
+    refused_at_start(run, "--mochaos-registry is for kind's nodes only")
+    run = suites(child, "--mochaos-cluster=kind", "--mochaos-registry=ftp://mirror:21")
+    assert run.exit_code == PYTEST_USAGE, run.output[-2000:]
+    assert "--mochaos-registry: neither 'local' nor a registry address" in run.output

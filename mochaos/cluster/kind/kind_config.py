@@ -120,6 +120,7 @@ def kind_config(
     port_mappings: Sequence[PortMapping] = (),
     containerd_settings: Mapping[str, Any] | None = None,
     kubelet_settings: Mapping[str, Any] | None = None,
+    containerd_patches: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The kind Cluster config (kind.x-k8s.io/v1alpha4) for one mo-chaos cluster.
 
@@ -127,7 +128,9 @@ def kind_config(
     ``log/audit.log``; both are mounted into the control-plane node and from
     there into the apiserver's static pod. ``containerd_settings`` go into the nodes'
     CRI plugin configuration and ``kubelet_settings`` into every kubelet's
-    KubeletConfiguration (the host workarounds, see :mod:`mochaos.cluster.kind.host_facts`).
+    KubeletConfiguration (the host workarounds, see :mod:`mochaos.cluster.kind.host_facts`);
+    ``containerd_patches`` are further containerd config patches (TOML), e.g. the registry
+    mirrors' (:func:`mochaos.cluster.kind.image_registry.config_path_patch`).
     """
     control_plane: dict[str, Any] = {
         "role": "control-plane",
@@ -166,8 +169,10 @@ def kind_config(
         "name": name,
         "nodes": [control_plane, *workers_],
     }
-    if containerd_settings:
-        config["containerdConfigPatches"] = [_cri_patch(containerd_settings)]
+    patches = [_cri_patch(containerd_settings)] if containerd_settings else []
+    patches += containerd_patches
+    if patches:
+        config["containerdConfigPatches"] = patches
     return config
 
 

@@ -29,6 +29,12 @@ from mochaos.cluster.kind.docker_engine import (
     parse_info,
 )
 from mochaos.cluster.kind.host_facts import HostFacts, Workaround, fail_cgroup_v1
+from mochaos.cluster.kind.image_registry import (
+    LocalRegistry,
+    config_path_patch,
+    configure_node,
+    serves,
+)
 from mochaos.cluster.kind.kind_config import (
     AUDIT_LOG_NAME,
     AUDIT_POLICY,
@@ -39,6 +45,7 @@ from mochaos.cluster.kind.kind_config import (
     node_kubernetes_version,
 )
 from mochaos.cluster.kind.kind_images import load_image
+from mochaos.config import REGISTRY_LOCAL as LOCAL
 from mochaos.errors import InfraError, UsageError
 from mochaos.images import node_image as offline
 from mochaos.images.catalog import builder_for
@@ -98,7 +105,10 @@ class KindProvider:
         progress: Progress = say,
         host: HostFacts | None = None,
         build_kind: Callable[[], str] | None = None,
+        registry: str | None = None,
     ) -> None:
+        """``registry``: None loads images into the nodes; ``"local"`` or an endpoint URL
+        makes the nodes pull them through a registry (:mod:`.image_registry`)."""
         if node_image is not None:
             node_kubernetes_version(node_image)
         self.cluster_name = name
@@ -116,6 +126,9 @@ class KindProvider:
         self._docker: str | None = None
         self._host = host
         self._build_kind = build_kind or _built_kind_cli
+        self.registry = registry
+        self._local_registry: LocalRegistry | None = None
+        self._pull_endpoint = ""
 
     # -- paths -------------------------------------------------------------
 
@@ -241,10 +254,40 @@ class KindProvider:
     # -- lifecycle ---------------------------------------------------------
 
     def up(self) -> Cluster:
-        """Create the cluster, or reuse a running one of the same name; wait for Ready nodes."""
+        """Create the cluster, or reuse a running one of the same name; wait for Ready nodes;
+        with a registry, point the nodes' containerd at it (the local one started)."""
         self.ensure_cluster()
         self._wait_ready()
+        if self.registry is not None:
+            self._pull_through_registry()
         return self._cluster()
+
+    @property
+    def registry_container(self) -> str:
+        """The Docker container of this cluster's local registry (``--mochaos-registry local``)."""
+        return f"{self.cluster_name}-registry"
+
+    def _pull_through_registry(self) -> None:
+        if self.registry == LOCAL:
+            with FileLock(str(self.dir.with_suffix(".lock")), timeout=900):
+                local = self._local().up()
+            self._local_registry = local
+            self._pull_endpoint = local.endpoint
+        else:
+            assert self.registry is not None
+            self._pull_endpoint = self.registry
+        for node in self._nodes():
+            configure_node(self.engine(), node, self._pull_endpoint)
+        self.progress(f"kind nodes pull docker.io images through {self._pull_endpoint}")
+
+    def _local(self) -> LocalRegistry:
+        return LocalRegistry(self.docker_cli(), name=self.registry_container,
+                             network=KIND_NETWORK, progress=self.progress)  # fmt: skip
+
+    def _nodes(self) -> list[str]:
+        result = self.runner([self.kind(), "get", "nodes", "--name", self.cluster_name],
+                             what="kind get nodes", timeout=60)  # fmt: skip
+        return [ln.strip() for ln in result.stdout.splitlines() if ln.strip()]
 
     def ensure_cluster(self) -> bool:
         """The kind and Docker steps of :meth:`up`; True when a new cluster was created."""
@@ -268,9 +311,13 @@ class KindProvider:
                 f"keeping kind cluster {self.cluster_name} (--keep-cluster); "
                 f"delete it with `kind delete cluster --name {self.cluster_name}`"
             )
+            if self.registry == LOCAL:  # its nodes pull through it: kept with them
+                self._local().down(keep=True)
             return
         kind = self.kind()
         self._remove_audit_log()
+        if self.registry == LOCAL:
+            self._local().down()
         self.runner(
             [
                 kind, "delete", "cluster", "--name", self.cluster_name,
@@ -283,9 +330,27 @@ class KindProvider:
 
     def load_image(self, ref: str) -> None:
         """Get ``ref`` into Docker when missing (pulled, or built where mo-chaos knows how:
-        :mod:`mochaos.images.catalog`), then onto the nodes (see kind_images)."""
+        :mod:`mochaos.images.catalog`), then onto the nodes (see kind_images). With a
+        registry the nodes pull it instead: pushed to the local one, or checked to be served
+        by the user's."""
         split_ref(ref)
+        if self.registry is not None and self.registry != LOCAL:
+            if not serves(self.registry, ref):
+                raise UsageError(
+                    f"registry {self.registry} does not serve {ref}: the kind nodes pull "
+                    "every image the run needs from it",
+                    hint=f"push {ref} there first, or run with --mochaos-registry local",
+                )
+            self.progress(f"{ref}: served by {self.registry}; the nodes pull it from there")
+            return
         engine = self.engine()
+        if self._local_registry is not None:
+            if not engine.has_image(ref):
+                self._obtain(engine, ref)
+            self._local_registry.push(ref)
+            self.progress(f"{ref}: pushed to {self._local_registry.name}; "
+                          "the nodes pull it from there")  # fmt: skip
+            return
         if not engine.has_image(ref):
             self._obtain(engine, ref)
         outcome = load_image(
@@ -357,6 +422,7 @@ class KindProvider:
             port_mappings=self.port_mappings,
             containerd_settings=settings["containerd"],
             kubelet_settings=settings["kubelet"],
+            containerd_patches=[config_path_patch()] if self.registry is not None else [],
         )
         self.config_path().write_text(yaml.safe_dump(config, sort_keys=False))
         return self.config_path()
