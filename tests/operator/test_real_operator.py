@@ -31,13 +31,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def run_seed(tmp_path: Path, *target: str, host_port: bool = True) -> dict:
+def run_seed(tmp_path: Path, *target: str, host_port: bool = True, workers: int = 0) -> dict:
     """The seed scenario in a child pytest with the ``target`` options; its result.
     ``host_port``: the operator binds the host's webhook port (a manager run here, not in a
-    kind node), so the runs take turns."""
+    kind node), so the runs take turns. ``workers``: the child's ``-n``."""
     junit, reports = tmp_path / "junit.xml", tmp_path / "reports"
     args = [
-        "suites", "-k", SEED, "-n", "0", "-p", "no:cacheprovider", *target,
+        "suites", "-k", SEED, "-n", str(workers), "-p", "no:cacheprovider", *target,
         *reports_options(reports, junit),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}

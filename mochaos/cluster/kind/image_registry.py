@@ -33,9 +33,13 @@ from mochaos.tooling.waiting import wait_for
 
 NODE_HOSTS_DIR = "/etc/containerd/certs.d"
 """Where the node's containerd reads a ``hosts.toml`` per registry host."""
-MIRRORED = ("docker.io",)
-"""The registries sent through the endpoint: every image reference a run uses (the
-operator's, OpenKruise's, MatrixOne's, mo-chaos's own builds) names Docker Hub by default."""
+OWN_BUILDS = "mochaos.local"
+"""The registry host in the names of images mo-chaos builds from a user's input (the
+operator's image from a checkout, the node image): no real registry serves it."""
+MIRRORED = ("docker.io", OWN_BUILDS)
+"""The registries sent through the endpoint: the upstream images a run uses (OpenKruise's,
+MatrixOne's, MinIO's, an ``image:`` target's) name Docker Hub by default, and the images
+mo-chaos builds name :data:`OWN_BUILDS`."""
 UPSTREAM_SERVER = {"docker.io": "https://registry-1.docker.io"}
 MANIFEST_TYPES = ", ".join((
     "application/vnd.oci.image.index.v1+json",

@@ -30,6 +30,7 @@ from mochaos.cluster.kind.docker_engine import (
 )
 from mochaos.cluster.kind.host_facts import HostFacts, Workaround, fail_cgroup_v1
 from mochaos.cluster.kind.image_registry import (
+    MIRRORED,
     LocalRegistry,
     config_path_patch,
     configure_node,
@@ -278,7 +279,8 @@ class KindProvider:
             self._pull_endpoint = self.registry
         for node in self._nodes():
             configure_node(self.engine(), node, self._pull_endpoint)
-        self.progress(f"kind nodes pull docker.io images through {self._pull_endpoint}")
+        self.progress(f"kind nodes pull {' and '.join(MIRRORED)} images through "
+                      f"{self._pull_endpoint}")  # fmt: skip
 
     def _local(self) -> LocalRegistry:
         return LocalRegistry(self.docker_cli(), name=self.registry_container,

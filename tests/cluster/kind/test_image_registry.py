@@ -50,6 +50,8 @@ def test_anything_else_is_refused_saying_what_to_pass(value: str) -> None:
         ("ghcr.io/org/app:1", ("ghcr.io", "org/app", "1")),
         ("localhost:5000/app:2", ("localhost:5000", "app", "2")),
         ("mochaos/registry:v3.1.2", ("docker.io", "mochaos/registry", "v3.1.2")),
+        ("mochaos.local/matrixone-operator:2301e3b54137",
+         ("mochaos.local", "matrixone-operator", "2301e3b54137")),
     ],
 )  # fmt: skip
 def test_a_reference_lives_where_dockers_defaults_put_it(ref: str, where: tuple) -> None:
