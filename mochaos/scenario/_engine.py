@@ -270,11 +270,14 @@ class Scenario(Triggers):
 
     def _judge_cut_short(self, raised: Inconclusive) -> ScenarioResult | None:
         """A scenario that cannot go on as written may already have seen the operator break
-        an invariant for good: let go of every fault, let what is in flight finish (settle),
-        and fail it if so (Checker.cut_short); None: it stays Inconclusive. A settle the
-        infrastructure breaks leaves it Inconclusive."""
+        an invariant for good: let go of every fault and of the client sessions the body
+        would have closed (a drain waiting on them would be ours), let what is in flight
+        finish (settle), and fail it if so (Checker.cut_short); None: it stays Inconclusive.
+        A settle the infrastructure breaks leaves it Inconclusive."""
         try:
             self._let_go()
+            if self.topology.release_sessions():
+                self.recorder.mark("client sessions released")
             self.checker.settle()
         except MochaosError as err:
             LOGGER.info("settling the cut-short scenario failed: %s", err)

@@ -72,6 +72,8 @@ class Topology:
         self._options = options
         self.claimsets: list[str] = []
         self.claims: list[str] = []
+        self._sessions: dict[str, int] = {}
+        """The client sessions the scenario holds, by CN pod (:meth:`set_sessions`)."""
 
     def pool(self, name: str = "pool", *, max_idle: int = 2) -> str:
         """Create a CNPool keeping ``max_idle`` idle pods; wait until they are Idle."""
@@ -166,11 +168,24 @@ class Topology:
         has it publish the deletion cost within a second instead of up to 30 s later.
         """
         rv = self._operator.sessions.hold(pod, sessions)
+        self._sessions[pod] = sessions
         record = self._writes.record(
             "set_sessions", "Pod", pod, params={"sessions": sessions}, write_rv=rv
         )
         self._writes.annotate_pod(pod, {SESSIONS_ANNOTATION: str(sessions)})
         return record
+
+    def release_sessions(self) -> list[str]:
+        """Close the client sessions the scenario still holds on pods that still exist, as
+        :meth:`set_sessions` to 0 (recorded); the pods. A scenario cut short leaves the
+        sessions its body would have closed, and a drain waiting on them is then ours, not
+        the operator's doing."""
+        held = [pod for pod, n in self._sessions.items() if n > 0]
+        live = [pod for pod in held if self._recorder.snapshot().get("Pod", pod) is not None]
+        for pod in live:
+            self.set_sessions(pod, 0)
+        self._sessions = {pod: n for pod, n in self._sessions.items() if pod not in held}
+        return live
 
     def scale(self, claimset: str, *, replicas: int) -> ActionRecord:
         """Scale a claim set as the workload does (not a fault: no trigger, no gate)."""

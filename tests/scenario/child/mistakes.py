@@ -13,7 +13,7 @@ import pytest
 
 from mochaos.ctrl.objects import SESSIONS_ANNOTATION
 from mochaos.errors import Inconclusive
-from mochaos.scenario import Scenario, claim_bound, delete_pod, named
+from mochaos.scenario import Scenario, claim_bound, delete_pod, named, source_draining
 
 pytestmark = pytest.mark.scenario
 
@@ -52,6 +52,18 @@ def test_a_refused_fault(scenario: Scenario) -> None:
     sc = scenario
     bound_claim(sc)
     sc.inject(delete_pod("no-such-pod"))
+
+
+def test_a_refused_fault_while_a_session_holds_the_drain(scenario: Scenario) -> None:
+    """The fault is refused while the migration's source drains on a session the test
+    would have closed next: the held session is the test's, not the operator's doing."""
+    sc = scenario
+    x, source, _ = bound_claim(sc)
+    sc.topology.set_sessions(source, 1)
+    sc.agent.request_migration(x)
+    draining = sc.when(source_draining(x, source), timeout=sc.waits.migration_phase)
+    sc.inject(delete_pod("no-such-pod"), trigger=draining)
+    sc.topology.set_sessions(source, 0)  # never reached: the refusal cut the body short
 
 
 def test_a_refused_fault_caught(scenario: Scenario) -> None:
