@@ -278,7 +278,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("registry", "--mochaos-registry", "kind: the nodes pull every image through a "
             "registry instead of kind load: local (one mo-chaos runs and pushes to) or "
             "<host>:<port> / http(s)://<host>:<port> (yours, already holding them)", None,
-            parse_registry, doc="([kind.md](kind.md#through-a-registry))"),
+            parse_registry, target=True, doc="([kind.md](kind.md#through-a-registry))"),
     Setting("reports_dir", "--mochaos-reports-dir", "root of the run reports", Path("reports"),
             _path, doc="(`reports/<run-id>/`; `reports/latest` links the newest)"),
     Setting("explore", "--mochaos-explore", "an exploration.json (python -m mochaos explore): "

@@ -112,7 +112,8 @@ class MatrixOneFaults(Protocol):
     """MatrixOne's components (mochaos.ctrl.mo_components) made unreachable to the operator and
     reachable again: how a scenario's MatrixOne fault lands. Each environment does it its
     own way (the local cluster's MatrixOne double through its control interface, the model
-    through its fault file); none may touch more than the test namespace's MatrixOne."""
+    through its fault file, kind by freezing the namespace's log service); none may touch
+    more than the test namespace's MatrixOne."""
 
     components: tuple[str, ...]
     """The components it can take down (``hakeeper``, ``lockservice``, ``query``)."""

@@ -8,8 +8,9 @@ let the invariants judge: a migration still completes, a claim still binds, ever
 back to the pool. The operator's deadlines keep running through the fault: unlike an outage of the
 environment (the MatrixOne double itself down, which no scenario made: an infrastructure
 error), it is judged like any other time (docs/reliability.md, "MatrixOne faults: the
-operator's job, not an outage"). Targets that cannot make HAKeeper unreachable (kind's real
-MatrixOne) skip them.
+operator's job, not an outage"). Targets that cannot make HAKeeper unreachable skip them; on
+kind the real log service can be frozen (hang) but not made to refuse, so there the first
+scenario ends inconclusive, saying so.
 """
 
 from __future__ import annotations

@@ -346,7 +346,10 @@ class KindProvider:
             self.progress(f"{ref}: served by {self.registry}; the nodes pull it from there")
             return
         engine = self.engine()
-        if self._local_registry is not None:
+        if self.registry == LOCAL:
+            if self._local_registry is None:  # not brought up by this process's up()
+                self._pull_through_registry()
+            assert self._local_registry is not None
             if not engine.has_image(ref):
                 self._obtain(engine, ref)
             self._local_registry.push(ref)

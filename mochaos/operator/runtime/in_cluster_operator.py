@@ -25,7 +25,7 @@ from mochaos.matrixone.sessions import Sessions
 from mochaos.matrixone.waits import Timings
 from mochaos.operator.runtime.pod_freezer import Frozen, PodFreezer
 from mochaos.operator.runtime.pod_log import LogLine, PodLogFollower
-from mochaos.operator.target import PoolSpec, Waits
+from mochaos.operator.target import MatrixOneFaults, PoolSpec, Waits
 from mochaos.tooling.progress_callback import Progress, say
 from mochaos.tooling.waiting import wait_for
 
@@ -65,14 +65,16 @@ class InClusterOperator:
         sessions: Sessions | None = None,
         freezer: PodFreezer | None = None,
         timings: Timings | None = None,
+        matrixone: MatrixOneFaults | None = None,
     ) -> None:
         self.target = target
         self.version = version
         self.user_agent = USER_AGENT
         self.interposer = None
         """In the cluster the operator talks to the apiserver directly."""
-        self.matrixone = None
-        """Faults on the cluster's real MatrixOne are not made here (no double to steer)."""
+        self.matrixone = matrixone
+        """Faults on the cluster's real MatrixOne, where they can be made (kind: HAKeeper
+        hung by freezing the log service, :mod:`.frozen_hakeeper`)."""
         self.username = f"system:serviceaccount:{namespace}:{deployment}"
         self.api = api_client
         self.namespace = namespace

@@ -61,6 +61,8 @@ class ImageTarget(InClusterTarget):
         client_factory: Callable[[Cluster], Any] = client_for,
         progress: Progress = say,
         run_id: str = "mochaos",
+        pulls: bool = False,
+        on_kind: bool = False,
     ) -> None:
         super().__init__(
             mo_image=mo_image,
@@ -71,6 +73,8 @@ class ImageTarget(InClusterTarget):
             client_factory=client_factory,
             progress=progress,
             run_id=run_id,
+            pulls=pulls,
+            on_kind=on_kind,
         )
         self.ref = ref
         self.repository, self.tag = split_ref(ref)

@@ -22,6 +22,7 @@ from mochaos.matrixone.topology import Topology, prepare_namespace
 from mochaos.matrixone.version import mo_semantic_version
 from mochaos.matrixone.waits import Timings
 from mochaos.operator.provenance.helm import ChartOptions
+from mochaos.operator.runtime.frozen_hakeeper import FrozenHAKeeper
 from mochaos.operator.runtime.in_cluster_operator import InClusterOperator
 from mochaos.operator.runtime.pod_freezer import PodFreezer
 from mochaos.operator.target import PoolSpec
@@ -46,7 +47,8 @@ class InClusterTarget:
     crds = "operator"
     time_scaled = False
     matrixone_components: tuple[str, ...] = ()
-    """No fault on the cluster's real MatrixOne: there is no double to steer."""
+    """The faults the cluster's real MatrixOne can take: on kind HAKeeper, hung by freezing
+    the log service (:mod:`mochaos.operator.runtime.frozen_hakeeper`); elsewhere none."""
     environment = Environment()
     """On kind or an existing cluster the operator's chart (or the cluster) brings OpenKruise."""
 
@@ -62,7 +64,12 @@ class InClusterTarget:
         progress: Progress,
         run_id: str,
         timings: Timings | None = None,
+        pulls: bool = False,
+        on_kind: bool = False,
     ) -> None:
+        """``pulls``: kind's nodes pull the images through a registry (``--mochaos-registry``)
+        instead of having them loaded, so the waits include a pull. ``on_kind``: the run's
+        cluster is kind (``--mochaos-cluster``), whose nodes can freeze a pod."""
         if minio not in MINIO_MODES:
             raise UsageError(f"unknown MinIO mode {minio!r}", hint="use auto, docker or in-cluster")
         split_ref(mo_image)
@@ -75,6 +82,8 @@ class InClusterTarget:
         self.progress = progress
         self.run_id = run_id
         self.timings = timings or Timings()
+        self.pulls = pulls
+        self.matrixone_components = FrozenHAKeeper.components if on_kind else ()
         self._store: S3Store | None = None
         self._minio: MinioStore | None = None
 
@@ -92,8 +101,9 @@ class InClusterTarget:
 
     def timings_on(self, cluster: Cluster) -> Timings:
         """The waits on ``cluster``: kind's nodes hold every image before the install
-        (the provider loaded them), so nothing is pulled there."""
-        if cluster.provider == "kind":
+        (the provider loaded them), so nothing is pulled there, unless they pull through a
+        registry."""
+        if cluster.provider == "kind" and not self.pulls:
             return replace(self.timings, image_pull=0.0)
         return self.timings
 
@@ -130,6 +140,9 @@ class InClusterTarget:
             port_forward(self.client_factory(cluster), namespace), progress=self.progress
         )
         freezer = PodFreezer(DockerEngine) if cluster.provider == "kind" else None
+        matrixone = None
+        if freezer is not None and self.matrixone_components:
+            matrixone = FrozenHAKeeper(lambda: _core_api(api), namespace, freezer)
         return InClusterOperator(
             target=self.spec,
             version=self.version,
@@ -143,7 +156,14 @@ class InClusterTarget:
             sessions=sessions,
             freezer=freezer,
             timings=timings,
+            matrixone=matrixone,
         )
+
+
+def _core_api(api: Any) -> Any:
+    from kubernetes import client  # lazy: the plugin loads targets; kubernetes is heavy
+
+    return client.CoreV1Api(api)
 
 
 def target_kwargs(options: dict[str, Any], *, chart: bool) -> dict[str, Any]:
@@ -153,6 +173,8 @@ def target_kwargs(options: dict[str, Any], *, chart: bool) -> dict[str, Any]:
         for k in ("mo_image", "mo_version", "minio", "run_id")
         if options.get(k) is not None
     }
+    kwargs["pulls"] = options.get("registry") is not None
+    kwargs["on_kind"] = options.get("cluster") == "kind"
     if chart:
         fields = {"repo_url": "chart_repo", "version": "chart_version", "chart_path": "chart_path"}
         chosen = {f: options[o] for f, o in fields.items() if options.get(o) is not None}

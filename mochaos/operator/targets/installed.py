@@ -27,6 +27,8 @@ class InstalledTarget(InClusterTarget):
         client_factory: Callable[[Cluster], Any] = client_for,
         progress: Progress = say,
         run_id: str = "mochaos",
+        pulls: bool = False,
+        on_kind: bool = False,
     ) -> None:
         super().__init__(
             mo_image=mo_image,
@@ -37,6 +39,8 @@ class InstalledTarget(InClusterTarget):
             client_factory=client_factory,
             progress=progress,
             run_id=run_id,
+            pulls=pulls,
+            on_kind=on_kind,
         )
         self.spec = "installed"
         self.version = "unknown"

@@ -54,7 +54,15 @@ def pod_image_for(cluster: Cluster) -> str | None:
     """The image the model's pool pods run with on ``cluster`` (:func:`pod_image_of` its
     nodes)."""
     with api_client(cluster.kubeconfig, user_agent="mochaos/setup", context=cluster.context) as api:
-        nodes = api.sanitize_for_serialization(client.CoreV1Api(api).list_node().items)
+        try:
+            found = client.CoreV1Api(api).list_node(_request_timeout=30).items
+        except client.ApiException as err:
+            raise UsageError(
+                f"cannot list the nodes of cluster {cluster.name} ({err.status} {err.reason}): "
+                "the model places its pool's pods by them",
+                hint="use a kubeconfig that may list nodes",
+            ) from err
+        nodes = api.sanitize_for_serialization(found)
     return pod_image_of(nodes, cluster=cluster.name)
 
 
