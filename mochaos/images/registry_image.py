@@ -16,6 +16,7 @@ from pathlib import Path
 from mochaos.binaries.download import ARCHES
 from mochaos.images.archive import ImageConfig, Layer, load_archive, tar_directory, write_archive
 from mochaos.images.go_tools import tool
+from mochaos.images.recipe import RECIPE_LABEL
 from mochaos.paths import cache_dir
 from mochaos.tooling.docker_cli import DockerCli
 from mochaos.tooling.progress_callback import Progress, say
@@ -26,7 +27,7 @@ VERSION = "v3.1.2"
 MODULE = "github.com/distribution/distribution/v3"
 REPOSITORY = "mochaos/registry"
 REVISION = "registry-image-v1"
-"""Changes whenever the image's layout or configuration below changes (the label checked)."""
+"""Changes whenever the image's layout or configuration below changes (its recipe label)."""
 PORT = 5000
 CONFIG_PATH = "/etc/distribution/config.yml"
 CONFIG = f"""version: 0.1
@@ -42,7 +43,6 @@ http:
 """
 CREATED = "2026-12-01T00:00:00Z"
 """The image's creation time: fixed, so that the same inputs give the same image id."""
-LABEL = "io.mochaos.recipe"
 
 
 def image_ref() -> str:
@@ -56,7 +56,7 @@ def config() -> ImageConfig:
         entrypoint=("/usr/bin/registry",),
         cmd=("serve", CONFIG_PATH),
         ports=(PORT,),
-        labels={LABEL: REVISION, "org.opencontainers.image.source": f"{MODULE}@{VERSION}"},
+        labels={RECIPE_LABEL: REVISION, "org.opencontainers.image.source": f"{MODULE}@{VERSION}"},
     )
 
 
@@ -96,7 +96,7 @@ def ensure_image(docker: DockerCli, *, progress: Progress = say) -> str:
     """Our registry image in ``docker``'s engine (built and loaded when missing or stale)."""
     ref = image_ref()
     labels = docker.image_labels(ref)
-    if labels is None or labels.get(LABEL) != REVISION:
+    if labels is None or labels.get(RECIPE_LABEL) != REVISION:
         progress(f"{ref}: building from {MODULE}@{VERSION}")
         load_archive(docker, build_archive(progress=progress), progress=progress)
     return ref

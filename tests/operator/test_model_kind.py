@@ -11,7 +11,6 @@ Needs a Docker engine kind's nodes can run on (``python -m mochaos kind engine u
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from test_real_operator import failed, run_seed  # this folder's module (rootdir
 
 from mochaos.report.junit import read_junit
 
-from support.kind_e2e import engine_reason, needs_kind_e2e
+from support.kind_e2e import containers_labelled, engine_reason, needs_kind_e2e
 
 KIND_NODE_LABEL = "io.x-k8s.kind.cluster"
 """The label kind puts on its node containers, naming their cluster."""
@@ -28,14 +27,6 @@ pytestmark = [
     pytest.mark.e2e,  # run_seed runs the suites in a child pytest
     needs_kind_e2e,
 ]
-
-
-def _kind_node_containers() -> set[str]:
-    out = subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"label={KIND_NODE_LABEL}", "--format", "{{.Names}}"],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout  # fmt: skip
-    return {line for line in out.splitlines() if line.strip()}
 
 
 def _running_pods(history: Path) -> list[dict]:
@@ -53,7 +44,7 @@ def test_the_model_on_kind_fails_the_seed_race_and_leaves_no_cluster(tmp_path: P
     reason = engine_reason()
     if reason:
         pytest.skip(reason)
-    before = _kind_node_containers()
+    before = containers_labelled(KIND_NODE_LABEL)
     # with workers, as the packaged suites run on kind by default: no worker may delete the
     # cluster the others share, the controller does after them (a run once left it up)
     result = run_seed(tmp_path, "--mochaos-cluster=kind", "--operator", "model:upstream",
@@ -74,4 +65,4 @@ def test_the_model_on_kind_fails_the_seed_race_and_leaves_no_cluster(tmp_path: P
         assert "nodeSelector" not in pod["spec"]
         assert container["image"].rsplit("/", 1)[-1].startswith("pause:"), container["image"]
     # the run deleted the kind cluster it created (docs/kind.md: unless kept)
-    assert _kind_node_containers() == before
+    assert containers_labelled(KIND_NODE_LABEL) == before

@@ -8,6 +8,7 @@ A kind scenario takes about ten minutes and most of a 2-core machine, so the mai
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -34,3 +35,12 @@ def engine_reason() -> str | None:
     if HostFacts.read().runtime_shim() and info.default_runtime != RUNTIME_NAME:
         return "the engine cannot start kind's nodes here: `python -m mochaos kind engine up`"
     return None
+
+
+def containers_labelled(label: str) -> set[str]:
+    """The names of the Docker containers, running or not, that carry ``label``."""
+    out = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    return {line for line in out.splitlines() if line.strip()}

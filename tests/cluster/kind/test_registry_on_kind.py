@@ -19,7 +19,7 @@ from mochaos.config import REGISTRY_LOCAL
 from mochaos.images.registry_image import image_ref
 from mochaos.kube import api_client
 
-from support.kind_e2e import engine_reason, needs_kind_e2e
+from support.kind_e2e import containers_labelled, engine_reason, needs_kind_e2e
 
 pytestmark = [
     pytest.mark.e2e,
@@ -27,14 +27,6 @@ pytestmark = [
 ]
 NAME = "mochaos-pull"
 POD_TIMEOUT = 180.0
-
-
-def _containers(label: str) -> set[str]:
-    out = subprocess.run(
-        ["docker", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout  # fmt: skip
-    return {line for line in out.splitlines() if line.strip()}
 
 
 def _node_has(node: str, ref: str) -> bool:
@@ -58,7 +50,7 @@ def test_a_pod_pulls_its_image_through_the_local_registry(tmp_path: Path) -> Non
     if reason:
         pytest.skip(reason)
     ours = ("mochaos.io/role=registry", "io.x-k8s.kind.cluster")
-    before = {label: _containers(label) for label in ours}
+    before = {label: containers_labelled(label) for label in ours}
     provider = KindProvider(name=NAME, registry=REGISTRY_LOCAL, state_dir=tmp_path / "state")
     ref = image_ref()
     try:
@@ -88,4 +80,4 @@ def test_a_pod_pulls_its_image_through_the_local_registry(tmp_path: Path) -> Non
     finally:
         provider.down()
     # the cluster and its registry are gone with it
-    assert {label: _containers(label) for label in ours} == before
+    assert {label: containers_labelled(label) for label in ours} == before
